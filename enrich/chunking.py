@@ -1,0 +1,106 @@
+"""Documents → article-aware chunks with structural ids (``<doc_id>:<path>:<n>``).
+
+A chunk never spans two units, so it never mixes two articles; ``code_articles`` lists the article the
+chunk *is* (from its heading), never the ones its text cites. Long units split at paragraph boundaries,
+and every piece repeats the unit heading so it embeds with its context.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+from extractors.model import Document, Unit
+from schemas.identifiers import article_number, slug
+
+MAX_CHARS = 1500
+LIST_CAP = 1000  # Chroma corrupts a collection for good on lists over 5 461 elements; stay far below
+
+
+def text_hash(text: str) -> str:
+    """Content hash of the embedded text (hex, 128 bits)."""
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def unit_paths(document: Document) -> list[str]:
+    """One structural path per unit, unique within the document and stable across runs."""
+    prefix = "" if document.language == "rus" else f"{document.language}/"
+    paths, seen = [], Counter[str]()
+    appendix, ordinals = 0, Counter[str]()
+    for unit in document.units:
+        if unit.kind == "appendix":
+            appendix += 1
+        path = _unit_path(unit, appendix, ordinals)
+        seen[path] += 1
+        paths.append(prefix + (path if seen[path] == 1 else f"{path}@{seen[path]}"))
+    return paths
+
+
+def _unit_path(unit: Unit, appendix: int, ordinals: Counter[str]) -> str:
+    scope = f"app{appendix}/" if appendix and unit.kind != "appendix" else ""
+    if unit.kind == "article" and unit.label:
+        return f"{scope}art{unit.label}"
+    if unit.kind == "section" and unit.label:
+        return f"{scope}sec{slug(unit.label) or unit.label}"
+    if unit.kind == "chapter" and unit.label:
+        return f"{scope}ch{unit.label}"
+    if unit.kind == "preamble":
+        return f"{scope}pre"
+    if unit.kind == "appendix":
+        return f"app{appendix}"
+    ordinals[scope + unit.kind] += 1
+    return f"{scope}{unit.kind}{ordinals[scope + unit.kind]}"
+
+
+def split_text(paragraphs: list[str], max_chars: int = MAX_CHARS) -> list[list[str]]:
+    """Group paragraphs into pieces of at most ``max_chars``; a longer paragraph splits at sentences."""
+    pieces: list[list[str]] = [[]]
+    size = 0
+    for paragraph in (p for para in paragraphs for p in _sentences(para, max_chars)):
+        if pieces[-1] and size + len(paragraph) > max_chars:
+            pieces.append([])
+            size = 0
+        pieces[-1].append(paragraph)
+        size += len(paragraph) + 1
+    return pieces
+
+
+def _sentences(paragraph: str, max_chars: int) -> Iterator[str]:
+    if len(paragraph) <= max_chars:
+        yield paragraph
+        return
+    current = ""
+    for sentence in re.split(r"(?<=[.;!?])\s+", paragraph):
+        while len(sentence) > max_chars:  # no sentence boundary at all: hard split
+            yield sentence[:max_chars]
+            sentence = sentence[max_chars:]
+        if current and len(current) + len(sentence) + 1 > max_chars:
+            yield current
+            current = ""
+        current = f"{current} {sentence}".strip()
+    if current:
+        yield current
+
+
+def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) -> list[dict[str, Any]]:
+    """Chunk rows (``CHUNK_SCHEMA`` columns) for one document."""
+    rows = []
+    for unit, path in zip(document.units, unit_paths(document), strict=True):
+        labels = [unit.label] if unit.kind == "article" and unit.label else []
+        numbers = [n for n in (article_number(label) for label in labels) if n is not None]
+        for seq, piece in enumerate(split_text(unit.paragraphs, max_chars) if unit.paragraphs else [[]]):
+            text = "\n".join([unit.heading] * bool(unit.heading) + piece) or (unit.heading or "")
+            if not text.strip():
+                continue
+            rows.append({
+                "chunk_id": f"{doc_id}:{path}:{seq}", "doc_id": doc_id, "language": document.language,
+                "path": path, "seq": seq, "heading": unit.heading, "section_path": unit.section_path[:LIST_CAP],
+                "code_articles": numbers, "article_labels": labels,
+                "section_label": unit.label if unit.kind == "section" else None,
+                "text": text, "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
+                "text_hash": text_hash(text), "source_file": document.source_file,
+            })
+    return rows

@@ -1,0 +1,41 @@
+"""Join registry identifier fields onto every chunk (DuckDB over parquet).
+
+Every chunk ends with a doc_id that exists in the registry, or it becomes a reject: an orphan chunk in the
+index could never be reached by a lookup and would silently answer a vector search.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+import pyarrow as pa
+
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK, conform
+
+
+@dataclass(frozen=True)
+class JoinResult:
+    enriched: pa.Table
+    orphans: pa.Table  # chunk_id, doc_id, source_file of chunks whose doc_id is not in the registry
+
+
+def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
+    """Chunks with the registry's identifier fields, validated against ``ENRICHED_CHUNK_SCHEMA``."""
+    chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
+    reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
+    with duckdb.connect() as con:
+        con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet('{_sql_path(chunks_path)}')")
+        con.execute(f"CREATE VIEW registry AS SELECT * FROM read_parquet('{_sql_path(registry_path)}')")
+        enriched = con.sql(
+            f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id) ORDER BY c.chunk_id"
+        ).to_arrow_table()
+        orphans = con.sql(
+            "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
+        ).to_arrow_table()
+    return JoinResult(conform(enriched, ENRICHED_CHUNK_SCHEMA, "enriched_chunks"), orphans)
+
+
+def _sql_path(path: Path) -> str:
+    return str(path).replace("'", "''")

@@ -1,0 +1,95 @@
+"""Curated reference data shipped with zan: codes of RK (ids, titles, numbers, aliases) and issuers."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+from extractors.model import Requisites
+from schemas.identifiers import canonical_adilet_id, normalize_space
+
+
+@dataclass(frozen=True)
+class Issuer:
+    short: str
+    full_ru: str
+    full_kz: str
+    patterns: tuple[re.Pattern[str], ...]
+    aliases: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CodeRef:
+    adilet_id: str
+    doc_type: str
+    law_zrk: str | None
+    date_approved: dt.date
+    titles: dict[str, str]
+    aliases: tuple[str, ...]
+
+    def requisites(self, language: str) -> Requisites:
+        """Requisites this reference row vouches for, titled in ``language`` (rus, kaz, eng)."""
+        key = {"rus": "ru", "kaz": "kz", "eng": "en"}.get(language, "ru")
+        titles = [self.titles[k] for k in ("ru", "kz", "en")]
+        return Requisites(
+            doc_title=self.titles.get(key) or self.titles["ru"],
+            doc_type=self.doc_type,
+            adilet_id=self.adilet_id,
+            law_zrk=self.law_zrk,
+            date_approved=self.date_approved,
+            issuer="Парламент РК" if self.doc_type == "code" else None,
+            jurisdiction="KZ",
+            aliases=list(dict.fromkeys([*self.aliases, *titles])),
+        )
+
+
+def _load(name: str) -> dict:  # type: ignore[type-arg]
+    return json.loads(resources.files("extractors.refdata").joinpath(name).read_text("utf-8"))
+
+
+@functools.cache
+def issuers() -> tuple[Issuer, ...]:
+    """Issuing bodies, most specific first."""
+    rows = _load("issuers.json")["issuers"]
+    return tuple(
+        Issuer(
+            short=r["short"], full_ru=r["full_ru"], full_kz=r["full_kz"],
+            patterns=tuple(re.compile(p, re.IGNORECASE) for p in r["patterns"]),
+            aliases=tuple(r["aliases"]),
+        )
+        for r in rows
+    )
+
+
+@functools.cache
+def codes() -> tuple[CodeRef, ...]:
+    """Codes of RK and the Constitution with their titles in three languages and short aliases."""
+    return tuple(
+        CodeRef(
+            adilet_id=canonical_adilet_id(r["adilet_id"]), doc_type=r["doc_type"], law_zrk=r["law_zrk"],
+            date_approved=dt.date.fromisoformat(r["date_approved"]),
+            titles={"ru": r["title_ru"], "kz": r["title_kz"], "en": r["title_en"]},
+            aliases=tuple(r["aliases"]),
+        )
+        for r in _load("codes.json")["codes"]
+    )
+
+
+def code_by_adilet_id(adilet_id: str) -> CodeRef | None:
+    wanted = canonical_adilet_id(adilet_id)
+    return next((c for c in codes() if c.adilet_id == wanted), None)
+
+
+def code_by_title(title: str) -> CodeRef | None:
+    """Find a code by its exact title in any language (case and spacing folded)."""
+    key = normalize_space(title).casefold()
+    return next((c for c in codes() if key in {t.casefold() for t in c.titles.values()}), None)
+
+
+def find_issuer(text: str) -> Issuer | None:
+    """The first issuer whose pattern occurs in ``text`` (requisites or a title line)."""
+    return next((i for i in issuers() if any(p.search(text) for p in i.patterns)), None)

@@ -1,0 +1,141 @@
+"""Parse a requisites line (Russian or Kazakh) into identifier fields.
+
+Examples it reads (real ones from adilet and zan.gov.kz):
+- «Закон Республики Казахстан от 18 ноября 2015 года № 410-V ЗРК.»
+- «Приказ Министра финансов Республики Казахстан от 17 марта 2026 года № 193»
+- «Постановление акимата … от 19 марта 2026 года № 29. Зарегистрировано в Министерстве юстиции
+  Республики Казахстан 20 марта 2026 года № 38180»
+- «Қазақстан Республикасы Денсаулық сақтау министрінің м.а. 2020 жылғы 24 желтоқсандағы
+  № ҚР ДСМ-322/2020 бұйрығы. Қазақстан Республикасының Әділет министрлігінде 2020 жылғы 25 желтоқсанда
+  № 21906 болып тіркелді.»
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from extractors.model import Requisites
+from extractors.reference import find_issuer
+from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
+
+RU_MONTHS = {
+    "января": 1, "февраля": 2, "марта": 3, "апреля": 4, "мая": 5, "июня": 6, "июля": 7,
+    "августа": 8, "сентября": 9, "октября": 10, "ноября": 11, "декабря": 12,
+}
+# Kazakh month stems; requisites decline them («желтоқсандағы», «қарашадағы», «сәуірдегі»).
+KZ_MONTHS = {
+    "қаңтар": 1, "ақпан": 2, "наурыз": 3, "сәуір": 4, "мамыр": 5, "маусым": 6, "шілде": 7,
+    "тамыз": 8, "қыркүйек": 9, "қазан": 10, "қараша": 11, "желтоқсан": 12,
+}
+
+_RU_DATE = re.compile(r"(\d{1,2})\s+(" + "|".join(RU_MONTHS) + r")\s+(\d{4})\s*(?:года|г\.)?", re.I)
+_KZ_DATE = re.compile(r"(\d{4})\s+жылғы\s+(\d{1,2})\s+(" + "|".join(KZ_MONTHS) + r")\w*", re.I)
+_NUM_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
+# The act's own number: the first «№ …» before a registration clause; stops at «ЗРК», «бұйрығы», «.»
+_NUMBER = re.compile(r"(?:№|\bN)\s*([^\s.,;]+(?:\s?[-/]\s?[^\s.,;]+)*(?:\s+\d+/\d+)?)")
+_ORDER_NUMBER_KZ = re.compile(r"№\s*(ҚР\s+[А-ЯӘҒҚҢӨҰҮҺІA-Z]+\s*-\s*[\d/]+|[^\s.,;]+)")
+_REGISTRATION = re.compile(
+    r"(Зарегистрирован\w*\s+в\s+Министерстве\s+юстиции.*|Әділет\s+министрлігінде.*)", re.I | re.S
+)
+
+# Leading words (Russian) or closing words (Kazakh) name the act's type.
+_TYPES_RU = [
+    ("Нормативное постановление", "ruling"), ("Постановление", "resolution"), ("Приказ", "order"),
+    ("Совместный приказ", "order"), ("Закон", "law"), ("Конституционный закон", "law"),
+    ("Кодекс", "code"), ("Конституция", "constitution"), ("Указ", "decree"), ("Решение", "decision"),
+    ("Распоряжение", "instruction"),
+]
+_TYPES_KZ = [
+    ("бұйрығы", "order"), ("Заңы", "law"), ("Кодексі", "code"), ("қаулысы", "resolution"),
+    ("шешімі", "decision"), ("Жарлығы", "decree"), ("Конституциясы", "constitution"),
+]
+_TYPE_BY_ADILET_PREFIX = {"K": "code", "Z": "law", "V": "order", "P": "resolution", "U": "decree", "S": "ruling"}
+
+
+def parse_date(text: str) -> dt.date | None:
+    """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»."""
+    candidates: list[tuple[int, dt.date]] = []
+    for m in _RU_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(3)), RU_MONTHS[m.group(2).lower()], int(m.group(1)))))
+    for m in _KZ_DATE.finditer(text):
+        month = next(v for k, v in KZ_MONTHS.items() if m.group(3).lower().startswith(k))
+        candidates.append((m.start(), _safe_date(int(m.group(1)), month, int(m.group(2)))))
+    for m in _NUM_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(3)), int(m.group(2)), int(m.group(1)))))
+    valid = sorted((pos, d) for pos, d in candidates if d is not None)
+    return valid[0][1] if valid else None
+
+
+def _safe_date(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
+
+
+def doc_type_of(text: str, adilet_id: str | None = None) -> str | None:
+    """The act type named by a requisites line, else by the adilet id's prefix letter."""
+    head = text.strip()
+    for word, kind in sorted(_TYPES_RU, key=lambda t: -len(t[0])):
+        if head.lower().startswith(word.lower()):
+            return kind
+    own = _REGISTRATION.split(head)[0]
+    for word, kind in _TYPES_KZ:
+        if re.search(rf"\b{word}\b", own, re.I):
+            return kind
+    return _TYPE_BY_ADILET_PREFIX.get(adilet_id[0].upper()) if adilet_id else None
+
+
+def parse_requisites(line: str, adilet_id: str | None = None) -> Requisites:
+    """Identifier fields stated by one requisites line. Fields the line does not state stay None."""
+    text = fold_dashes(normalize_space(line))
+    own, _, registration = _split_registration(text)
+    req = Requisites(doc_type=doc_type_of(text, adilet_id), date_approved=parse_date(own), jurisdiction="KZ")
+    number = _own_number(own)
+    if number:
+        law = canonical_law_number(number) if req.doc_type in ("law", "code") else None
+        if law:
+            req.law_zrk = law
+        else:
+            req.order_number = canonical_order_number(number)
+    if registration:
+        req.registration_date = parse_date(registration)
+        reg = _NUMBER.search(registration)
+        req.registration_number = reg.group(1) if reg else None
+    issuer = find_issuer(own)
+    if issuer:
+        req.issuer, req.issuer_full = issuer.short, (issuer.full_kz if _is_kazakh(own) else issuer.full_ru)
+    else:
+        req.issuer_full = _issuer_phrase(own)
+        req.issuer = req.issuer_full
+    return req
+
+
+def _split_registration(text: str) -> tuple[str, str, str]:
+    m = _REGISTRATION.search(text)
+    if not m:
+        return text, "", ""
+    return text[: m.start()], "", m.group(1)
+
+
+def _own_number(own: str) -> str | None:
+    m = _ORDER_NUMBER_KZ.search(own) if "ҚР" in own else None
+    m = m or _NUMBER.search(own)
+    if not m:
+        return None
+    number = m.group(1)
+    return re.sub(r"\s+(ЗРК|ҚРЗ|бұйрығы|Заңы|Кодексі)$", "", number).strip()
+
+
+def _issuer_phrase(own: str) -> str | None:
+    """«Решение маслихата Карасуского района … от …» → «маслихат Карасуского района …» (as written)."""
+    m = re.match(r"^(?:\w+\s+)?(?:постановление|решение|приказ|распоряжение)\s+(.+?)\s+от\s+\d", own, re.I)
+    if m:
+        return m.group(1)
+    m = re.match(r"^(.+?)\s+\d{4}\s+жылғы", own)
+    return m.group(1) if m else None
+
+
+def _is_kazakh(text: str) -> bool:
+    return bool(re.search(r"[ӘәҒғҚқҢңӨөҰұҮүҺһІі]", text)) and "жылғы" in text

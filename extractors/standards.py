@@ -1,0 +1,129 @@
+"""International and national standards → :class:`Document`.
+
+Formats: eCFR XML (29 CFR sections, ``DIV8``/``HEAD``/``P``), HTML, plain text and PDF (via pypdf).
+A standard's identity comes from its own title block (the first lines), read by the designation grammar
+in :mod:`schemas.designations`, never from the file name.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import string
+
+from lxml import etree
+from lxml import html as lxml_html
+from pypdf import PdfReader
+from pypdf.errors import PdfReadError
+
+from extractors.model import Document, ExtractError, Requisites, Unit
+from extractors.structure import Line, build_units
+from schemas.designations import Designation, parse_designation
+from schemas.identifiers import normalize_space
+
+_TITLE_LINES = 6
+_CYRILLIC = re.compile(r"[А-Яа-яЁё]")
+
+
+def _requisites(designation: Designation, title: str, language: str) -> Requisites:
+    return Requisites(
+        doc_title=title, doc_type="standard", intl_org=designation.org, intl_section=designation.section,
+        jurisdiction=designation.jurisdiction, language=language, status="in_force",
+    )
+
+
+def _identify(title_lines: list[str], source_file: str) -> tuple[Designation, str]:
+    for i, line in enumerate(title_lines):
+        designation = parse_designation(line)
+        if designation:
+            rest = [t for t in title_lines[i : i + 2] if t]
+            return designation, normalize_space(" — ".join(rest))
+    raise ExtractError(source_file, "no standard designation (API, ISO, NFPA, IOGP, 29 CFR, ТР ТС…) in the title")
+
+
+def _language(text: str) -> str:
+    sample = text[:5000]
+    return "rus" if len(_CYRILLIC.findall(sample)) > len(sample) / 10 else "eng"
+
+
+def parse_standard_text(text: str, source_file: str) -> Document:
+    """Plain text: a title block, then numbered sections («4.1 General», «Статья 1. …»)."""
+    lines = [normalize_space(line) for line in text.splitlines()]
+    head = [line for line in lines if line][:_TITLE_LINES]
+    designation, title = _identify(head, source_file)
+    body = lines[lines.index(head[1]) + 1 :] if len(head) > 1 else []
+    units = build_units((Line(t, heading=_heading_like(t)) for t in body), standard_sections=True)
+    if not units:
+        raise ExtractError(source_file, "the standard has a title but no body text")
+    language = _language(text)
+    return Document(_requisites(designation, title, language), units, source_file, language)
+
+
+def _heading_like(line: str) -> bool:
+    return 0 < len(line) < 160 and not line.endswith((".", ";", ",", ":")) or line.startswith(("Статья", "Section"))
+
+
+def parse_standard_html(text: str, source_file: str) -> Document:
+    """HTML: ``<h1>`` title block, ``<h2>``–``<h4>`` section headings, ``<p>``/``<li>`` paragraphs."""
+    root = lxml_html.document_fromstring(text)
+    title_el = root.find(".//h1")
+    if title_el is None:
+        raise ExtractError(source_file, "HTML standard without an <h1> title")
+    subtitle = root.find(".//*[@class='subtitle']")
+    head = [normalize_space(title_el.text_content())]
+    head += [normalize_space(subtitle.text_content())] if subtitle is not None else []
+    designation, title = _identify(head, source_file)
+    lines = [
+        Line(el.text_content(), heading=el.tag in ("h2", "h3", "h4"))
+        for el in root.iter("h2", "h3", "h4", "p", "li")
+        if el.get("class") != "subtitle"
+    ]
+    units = build_units(lines, standard_sections=True)
+    if not units:
+        raise ExtractError(source_file, "the standard has a title but no body text")
+    language = _language(root.text_content())
+    return Document(_requisites(designation, title, language), units, source_file, language)
+
+
+def parse_standard_pdf(data: bytes, source_file: str) -> Document:
+    """PDF: text extracted page by page with pypdf, then read as plain text."""
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        text = "\n".join(page.extract_text() or "" for page in reader.pages)
+    except (PdfReadError, ValueError, KeyError) as exc:
+        raise ExtractError(source_file, f"unreadable PDF: {exc}") from exc
+    if not text.strip():
+        raise ExtractError(source_file, "the PDF has no extractable text (scanned image?)")
+    return parse_standard_text(text, source_file)
+
+
+def parse_ecfr_xml(data: bytes, source_file: str) -> Document:
+    """eCFR XML: one ``DIV8 TYPE="SECTION"``; units are its top-level paragraphs (a), (b), …"""
+    try:
+        root = etree.fromstring(data, parser=etree.XMLParser(recover=False, resolve_entities=False))
+    except etree.XMLSyntaxError as exc:
+        raise ExtractError(source_file, f"invalid XML: {exc}") from exc
+    section = root if root.get("TYPE") == "SECTION" else root.find(".//DIV8[@TYPE='SECTION']")
+    if section is None or section.find("HEAD") is None:
+        raise ExtractError(source_file, "no eCFR section (DIV8 TYPE=SECTION with a HEAD)")
+    head = normalize_space("".join(section.find("HEAD").itertext()))
+    number = section.get("N") or ""
+    designation, _ = _identify([f"29 CFR {number}", head], source_file)
+    name = re.sub(r"^§\s*[\d.]+\s*", "", head)
+    title = f"29 CFR {designation.section} — {name}"
+    units = _cfr_units([normalize_space("".join(p.itertext())) for p in section.iter("P")])
+    return Document(_requisites(designation, title, "eng"), units, source_file, "eng")
+
+
+def _cfr_units(paragraphs: list[str]) -> list[Unit]:
+    """Group paragraphs under the top-level letters in order; «(i)» after «(h)» is a letter, else a roman."""
+    units = [Unit(kind="preamble", label=None, heading=None)]
+    letters = iter(string.ascii_lowercase)
+    expected = next(letters)
+    for text in filter(None, paragraphs):
+        if text.startswith(f"({expected})"):
+            heading = re.match(r"^\(\w\)\s*([^.]{0,120}\.)?", text)
+            units.append(Unit(kind="section", label=f"({expected})", heading=(heading.group(0) if heading else text[:3]).strip()))
+            expected = next(letters, "?")
+        units[-1].paragraphs.append(text)
+    return [u for u in units if u.paragraphs]

@@ -1,0 +1,99 @@
+"""Arrow schemas: the contracts between stages. Every writer validates against one before publishing."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+# One row per document. Identifier fields are what lookups and chunk filters use.
+REGISTRY_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("doc_title", pa.string(), nullable=False),
+        pa.field("doc_type", pa.string(), nullable=False),  # code, law, order, resolution, decree, standard…
+        pa.field("adilet_id", pa.string()),
+        pa.field("portal_id", pa.string()),  # zan.gov.kz record id
+        pa.field("issuer", pa.string()),  # short form: МТСЗН, МЧС, ПРК…
+        pa.field("issuer_full", pa.string()),
+        pa.field("order_number", pa.string()),  # canonical: 211, ҚР ДСМ-26
+        pa.field("law_zrk", pa.string()),  # canonical: 414-V
+        pa.field("date_approved", pa.date32()),
+        pa.field("registration_number", pa.string()),  # Ministry of Justice registration
+        pa.field("registration_date", pa.date32()),
+        pa.field("jurisdiction", pa.string()),  # KZ, US, EAEU, INTL
+        pa.field("status", pa.string()),  # in_force, updated, repealed, unknown
+        pa.field("language", pa.string()),  # primary language: rus, kaz, eng
+        pa.field("languages", pa.list_(pa.string())),
+        pa.field("source_url", pa.string()),
+        pa.field("intl_org", pa.string()),  # OSHA, API, NFPA, ISO, IOGP, EAEU, ГОСТ, СТ РК, СП РК
+        pa.field("intl_section", pa.string()),  # 1910.146, RP 75, 45001:2018, 004/2011
+        pa.field("code_articles", pa.list_(pa.int32())),  # plain article numbers the document has
+        pa.field("article_labels", pa.list_(pa.string())),  # exact labels incl. 127-2
+        pa.field("aliases", pa.list_(pa.string())),
+        pa.field("source_files", pa.list_(pa.string())),
+    ]
+)
+
+# One row per chunk: text plus the structure it came from.
+CHUNK_SCHEMA = pa.schema(
+    [
+        pa.field("chunk_id", pa.string(), nullable=False),  # <doc_id>:<structural path>:<n>
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("path", pa.string(), nullable=False),  # structural path, e.g. art156, kaz/art5-1, sec-c
+        pa.field("seq", pa.int32(), nullable=False),  # n within the path
+        pa.field("heading", pa.string()),  # the unit heading (Статья 156. …)
+        pa.field("section_path", pa.list_(pa.string())),  # enclosing headings: part, section, chapter
+        pa.field("code_articles", pa.list_(pa.int32())),  # the article(s) the chunk *is*, plain numbers
+        pa.field("article_labels", pa.list_(pa.string())),  # exact labels: 156, 127-2
+        pa.field("section_label", pa.string()),  # standards: (c), 4.1
+        pa.field("text", pa.string(), nullable=False),  # normative text, the embedded text
+        pa.field("notes", pa.string()),  # editorial notes (Сноска, Примечание ИЗПИ), kept apart
+        pa.field("text_hash", pa.string(), nullable=False),
+        pa.field("source_file", pa.string(), nullable=False),
+    ]
+)
+
+# Registry identifier fields joined onto chunks, with the chunk's own code_articles kept.
+_REGISTRY_ON_CHUNK = [
+    "doc_title", "doc_type", "adilet_id", "issuer", "order_number", "law_zrk", "date_approved",
+    "registration_number", "jurisdiction", "status", "source_url", "intl_org", "intl_section",
+]
+ENRICHED_CHUNK_SCHEMA = pa.schema(
+    list(CHUNK_SCHEMA) + [REGISTRY_SCHEMA.field(name) for name in _REGISTRY_ON_CHUNK]
+)
+REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
+
+REJECT_SCHEMA = pa.schema(
+    [
+        pa.field("run_id", pa.string(), nullable=False),
+        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, enrich, index
+        pa.field("source_file", pa.string()),
+        pa.field("doc_id", pa.string()),
+        pa.field("chunk_id", pa.string()),
+        pa.field("reason", pa.string(), nullable=False),
+    ]
+)
+
+
+class SchemaError(ValueError):
+    """A table does not match its contract; names the table and the first difference."""
+
+
+def conform(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """Return ``table`` cast to ``schema`` or raise :class:`SchemaError` saying what differs.
+
+    Columns must be exactly the schema's (order may differ); non-nullable columns must have no nulls.
+    """
+    missing = [f.name for f in schema if f.name not in table.column_names]
+    extra = [c for c in table.column_names if c not in schema.names]
+    if missing or extra:
+        raise SchemaError(f"{name}: columns differ from the contract (missing={missing}, extra={extra})")
+    table = table.select(schema.names)
+    try:
+        table = table.cast(schema)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise SchemaError(f"{name}: cannot cast to the contract: {exc}") from exc
+    for field in schema:
+        if not field.nullable and table.column(field.name).null_count:
+            raise SchemaError(f"{name}: column {field.name!r} must not contain nulls")
+    return table

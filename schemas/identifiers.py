@@ -1,0 +1,100 @@
+"""Canonical forms of identifiers, shared by the registry side and the query side.
+
+Rules (learned the hard way, see DESIGN.md): identifiers match by *equality after canonicalisation*,
+never by prefix; dash spellings fold to ``-``; Cyrillic look-alike letters fold to Latin *inside*
+identifiers (roman numerals, adilet ids, standard designations); spacing and ``№``/``N``/``No.`` fold.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Every dash-like code point seen in adilet pages and standards, folded to ASCII hyphen-minus.
+_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00ad\ufe58\ufe63\uff0d"), "-")
+
+# Cyrillic letters that look like Latin ones. Only applied inside identifiers, never to prose.
+_LOOKALIKES = str.maketrans(
+    {
+        "А": "A", "В": "B", "С": "C", "Е": "E", "Н": "H", "І": "I", "Ӏ": "I", "К": "K", "М": "M",
+        "О": "O", "Р": "P", "Т": "T", "Х": "X", "У": "Y", "а": "a", "с": "c", "е": "e", "і": "i",
+        "к": "k", "о": "o", "р": "p", "х": "x", "у": "y",
+    }
+)
+
+_ROMAN = re.compile(r"^[IVXLC]+$")
+
+
+def fold_dashes(text: str) -> str:
+    """Replace every dash spelling (‐ ‑ – — − …) with ``-``."""
+    return text.translate(_DASHES)
+
+
+def fold_lookalikes(text: str) -> str:
+    """Map Cyrillic letters that look Latin (К/K, І/I, С/C, Т/T…) to Latin. For identifiers only."""
+    return text.translate(_LOOKALIKES)
+
+
+def normalize_space(text: str) -> str:
+    """NFC, non-breaking and odd spaces to plain spaces, runs collapsed, ends stripped."""
+    text = unicodedata.normalize("NFC", text).replace("\u00a0", " ").replace("\u202f", " ")
+    return " ".join(text.split())
+
+
+def canonical_adilet_id(raw: str) -> str:
+    """``v2300031934`` / ``К1500000414`` (Cyrillic К) → ``V2300031934`` / ``K1500000414``."""
+    return fold_lookalikes(raw.strip()).upper()
+
+
+def doc_id_from_adilet(adilet_id: str) -> str:
+    """The stable document id for an adilet act: its adilet id, lower-cased (trailing ``_`` kept)."""
+    return canonical_adilet_id(adilet_id).lower()
+
+
+def canonical_law_number(raw: str) -> str | None:
+    """``№ 414-V ЗРК`` / ``321-VІ`` (Cyrillic І) / ``386–VI ҚРЗ`` → ``414-V`` / ``321-VI`` / ``386-VI``.
+
+    A law number is digits, a dash and a roman convocation number; anything else is not one.
+    """
+    text = fold_dashes(normalize_space(raw))
+    m = re.search(r"(\d+)\s*-\s*([IVXLCІУХ]+)(?![\wА-Яа-яӘәҒғҚқҢңӨөҰұҮүҺһІі])", fold_lookalikes(text))
+    if not m:
+        return None
+    roman = fold_lookalikes(m.group(2)).upper()
+    return f"{int(m.group(1))}-{roman}" if _ROMAN.match(roman) else None
+
+
+def canonical_order_number(raw: str) -> str:
+    """An order's number as written, with spacing, dashes and ``№`` folded.
+
+    ``№ ҚР ДСМ -26`` → ``ҚР ДСМ-26``; ``№211`` → ``211``; ``№ 8С 37/5`` → ``8С 37/5``.
+    Cyrillic letters stay Cyrillic here (ДСМ is a word, not a look-alike); use :func:`order_key` to compare.
+    """
+    text = fold_dashes(normalize_space(raw))
+    text = re.sub(r"^(№|N\b|No\.?)\s*", "", text)
+    text = re.sub(r"\s*-\s*", "-", text)
+    text = re.sub(r"\s*/\s*", "/", text)
+    return text.strip(" .,;")
+
+
+def order_key(raw: str) -> str:
+    """Equality key for order numbers: canonical form, look-alikes folded, upper-cased, no spaces."""
+    return fold_lookalikes(canonical_order_number(raw)).upper().replace(" ", "")
+
+
+def canonical_article_label(raw: str) -> str:
+    """``5‑1`` / ``5 - 1`` / ``156`` → ``5-1`` / ``5-1`` / ``156`` (no leading zeros)."""
+    parts = re.split(r"\s*-\s*", fold_dashes(raw.strip()))
+    return "-".join(str(int(p)) for p in parts if p.isdigit())
+
+
+def article_number(label: str) -> int | None:
+    """The plain article number of a label, or None for dashed labels (``127-2`` is not 127)."""
+    return int(label) if label.isdigit() else None
+
+
+def slug(text: str) -> str:
+    """A lower-case id fragment of ``[a-z0-9.-]`` for standard doc ids (``RP 75`` → ``rp-75``)."""
+    text = fold_lookalikes(fold_dashes(normalize_space(text))).lower()
+    text = re.sub(r"[^0-9a-z.]+", "-", text)
+    return text.strip("-.")
