@@ -27,7 +27,8 @@ def text_hash(text: str) -> str:
 
 def unit_paths(document: Document) -> list[str]:
     """One structural path per unit, unique within the document and stable across runs."""
-    prefix = "" if document.language == "rus" else f"{document.language}/"
+    home = document.language if document.requisites.doc_type == "standard" else "rus"
+    prefix = "" if document.language == home else f"{document.language}/"
     paths, seen = [], Counter[str]()
     appendix, ordinals = 0, Counter[str]()
     for unit in document.units:
@@ -85,6 +86,13 @@ def _sentences(paragraph: str, max_chars: int) -> Iterator[str]:
         yield current
 
 
+def _chunk_text(heading: str | None, piece: list[str]) -> str:
+    """The heading, then the paragraphs; a paragraph that already starts with the heading keeps it once."""
+    if not heading or (piece and piece[0].startswith(heading)):
+        return "\n".join(piece)
+    return "\n".join([heading, *piece])
+
+
 def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) -> list[dict[str, Any]]:
     """Chunk rows (``CHUNK_SCHEMA`` columns) for one document."""
     rows = []
@@ -92,15 +100,25 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
         labels = [unit.label] if unit.kind == "article" and unit.label else []
         numbers = [n for n in (article_number(label) for label in labels) if n is not None]
         for seq, piece in enumerate(split_text(unit.paragraphs, max_chars) if unit.paragraphs else [[]]):
-            text = "\n".join([unit.heading] * bool(unit.heading) + piece) or (unit.heading or "")
+            text = _chunk_text(unit.heading, piece)
             if not text.strip():
                 continue
-            rows.append({
-                "chunk_id": f"{doc_id}:{path}:{seq}", "doc_id": doc_id, "language": document.language,
-                "path": path, "seq": seq, "heading": unit.heading, "section_path": unit.section_path[:LIST_CAP],
-                "code_articles": numbers, "article_labels": labels,
-                "section_label": unit.label if unit.kind == "section" else None,
-                "text": text, "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
-                "text_hash": text_hash(text), "source_file": document.source_file,
-            })
+            rows.append(
+                {
+                    "chunk_id": f"{doc_id}:{path}:{seq}",
+                    "doc_id": doc_id,
+                    "language": document.language,
+                    "path": path,
+                    "seq": seq,
+                    "heading": unit.heading,
+                    "section_path": unit.section_path[:LIST_CAP],
+                    "code_articles": numbers,
+                    "article_labels": labels,
+                    "section_label": unit.label if unit.kind == "section" else None,
+                    "text": text,
+                    "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
+                    "text_hash": text_hash(text),
+                    "source_file": document.source_file,
+                }
+            )
     return rows

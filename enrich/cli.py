@@ -10,32 +10,48 @@ from typing import Annotated
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from enrich.embed import make_embedder
 from enrich.pipeline import DEFAULT_SAMPLE, RunError, run
 from enrich.query import QueryError, run_sql
 
 app = typer.Typer(
-    name="zan", no_args_is_help=True, rich_markup_mode="markdown",
+    name="zan",
+    no_args_is_help=True,
+    rich_markup_mode="markdown",
     help="Identifier-aware document ETL for legal and safety retrieval.\n\nExample: `zan run --home ./data`",
 )
 err = Console(stderr=True)
 
-HomeOption = Annotated[Path, typer.Option("--home", help="Data directory (parquet files and embedded Chroma).",
-                                          envvar="ZAN_HOME")]
+HomeOption = Annotated[
+    Path, typer.Option("--home", help="Data directory (parquet files and embedded Chroma).", envvar="ZAN_HOME")
+]
 
 
 @app.command("run")
 def run_command(
-    source: Annotated[list[Path] | None, typer.Option("--source", help="Source folder or file; repeatable. "
-                                                      "Default: the bundled corpus data/sample.")] = None,
+    source: Annotated[
+        list[Path] | None,
+        typer.Option("--source", help="Source folder or file; repeatable. Default: the bundled corpus data/sample."),
+    ] = None,
     home: HomeOption = Path("data"),
-    chroma_url: Annotated[str | None, typer.Option("--chroma-url", help="Chroma server URL (`chroma run`); "
-                                                   "default: embedded Chroma under HOME/chroma.",
-                                                   envvar="ZAN_CHROMA_URL")] = None,
-    embedder: Annotated[str, typer.Option("--embedder", help="`hash` (offline default) or "
-                                          "`st:/path/to/local/model` (e.g. bge-m3).", envvar="ZAN_EMBEDDER")] = "hash",
+    chroma_url: Annotated[
+        str | None,
+        typer.Option(
+            "--chroma-url",
+            help="Chroma server URL (`chroma run`); default: embedded Chroma under HOME/chroma.",
+            envvar="ZAN_CHROMA_URL",
+        ),
+    ] = None,
+    embedder: Annotated[
+        str,
+        typer.Option(
+            "--embedder",
+            help="`hash` (offline default) or `st:/path/to/local/model` (e.g. bge-m3).",
+            envvar="ZAN_EMBEDDER",
+        ),
+    ] = "hash",
     as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on the last line.")] = False,
 ) -> None:
     """Extract documents, build the registry, enrich chunks and index them in Chroma.
@@ -45,7 +61,7 @@ def run_command(
     sources = source or [DEFAULT_SAMPLE]
     try:
         with _progress() as bar:
-            tasks: dict[str, int] = {}
+            tasks: dict[str, TaskID] = {}
 
             def report(stage: str, done: int, total: int) -> None:
                 if stage not in tasks:
@@ -64,7 +80,7 @@ def run_command(
         f"[green]done[/green] {info.documents} documents, {info.chunks} chunks, {info.indexed} indexed, "
         f"{info.rejected} rejected → {home}"
     )
-    err.print(f"query it: zan sql \"SELECT doc_id, doc_type, law_zrk FROM registry\" --home {home}")
+    err.print(f'query it: zan sql "SELECT doc_id, doc_type, law_zrk FROM registry" --home {home}')
 
 
 @app.command("sql")
@@ -86,8 +102,14 @@ def sql_command(
 
 
 def _progress() -> Progress:
-    return Progress(TextColumn("{task.description:>8}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=not err.is_terminal)
+    return Progress(
+        TextColumn("{task.description:>8}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=not err.is_terminal,
+    )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,26 @@ from enrich.embed import Embedder
 COLLECTION = "zan_chunks"
 BATCH = 1000
 METADATA_FIELDS = (
-    "doc_id", "adilet_id", "doc_type", "doc_title", "issuer", "order_number", "law_zrk", "code_articles",
-    "article_labels", "intl_org", "intl_section", "date_approved", "jurisdiction", "language", "source_url",
-    "status", "registration_number", "path", "section_label", "text_hash",
+    "doc_id",
+    "adilet_id",
+    "doc_type",
+    "doc_title",
+    "issuer",
+    "order_number",
+    "law_zrk",
+    "code_articles",
+    "article_labels",
+    "intl_org",
+    "intl_section",
+    "date_approved",
+    "jurisdiction",
+    "language",
+    "source_url",
+    "status",
+    "registration_number",
+    "path",
+    "section_label",
+    "text_hash",
 )
 
 
@@ -43,8 +60,9 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
     settings = Settings(anonymized_telemetry=False)
     if chroma_url:
         url = urlparse(chroma_url)
-        return chromadb.HttpClient(host=url.hostname or "127.0.0.1", port=url.port or 8000,
-                                   ssl=url.scheme == "https", settings=settings)
+        return chromadb.HttpClient(
+            host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https", settings=settings
+        )
     if chroma_path is None:
         raise ValueError("either a Chroma path or a Chroma URL is needed")
     return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
@@ -91,8 +109,10 @@ def write_index(
     for batch in _batches(enriched.to_pylist(), BATCH):
         texts = [row["text"] for row in batch]
         collection.upsert(
-            ids=[row["chunk_id"] for row in batch], embeddings=embedder.embed(texts),
-            documents=texts, metadatas=[chunk_metadata(row) for row in batch],
+            ids=[row["chunk_id"] for row in batch],
+            embeddings=embedder.embed(texts),
+            documents=texts,
+            metadatas=[chunk_metadata(row) for row in batch],
         )
         if progress:
             progress(len(batch))

@@ -72,8 +72,7 @@ def run(
 ) -> RunInfo:
     """Run the main job over ``sources`` into ``home``; returns counts. Bad files become rejects."""
     embedder = embedder or HashingEmbedder()
-    info = RunInfo(run_id=_run_id(), home=str(home), embedder=embedder.id,
-                   chroma=chroma_url or str(home / "chroma"))
+    info = RunInfo(run_id=_run_id(), home=str(home), embedder=embedder.id, chroma=chroma_url or str(home / "chroma"))
     staging = home / ".staging" / info.run_id
     staging.mkdir(parents=True, exist_ok=True)
     try:
@@ -83,8 +82,15 @@ def run(
     return info
 
 
-def _run_stages(sources: list[Path], home: Path, staging: Path, chroma_url: str | None,
-                embedder: Embedder, progress: Progress, info: RunInfo) -> None:
+def _run_stages(
+    sources: list[Path],
+    home: Path,
+    staging: Path,
+    chroma_url: str | None,
+    embedder: Embedder,
+    progress: Progress,
+    info: RunInfo,
+) -> None:
     rejects: list[dict[str, Any]] = []
     with _timed(info, "extract"):
         documents = _extract(sources, info, rejects, progress)
@@ -94,9 +100,20 @@ def _run_stages(sources: list[Path], home: Path, staging: Path, chroma_url: str 
         write_parquet_atomic(chunks, staging / "chunks.parquet", CHUNK_SCHEMA, "chunks")
     with _timed(info, "enrich"):
         joined = enrich_chunks(staging / "registry.parquet", staging / "chunks.parquet")
-        rejects += [_reject(info, "enrich", r["source_file"], r["doc_id"], f"doc_id {r['doc_id']!r} is not in the registry",
-                            r["chunk_id"]) for r in joined.orphans.to_pylist()]
-        write_parquet_atomic(joined.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
+        rejects += [
+            _reject(
+                info,
+                "enrich",
+                r["source_file"],
+                r["doc_id"],
+                f"doc_id {r['doc_id']!r} is not in the registry",
+                r["chunk_id"],
+            )
+            for r in joined.orphans.to_pylist()
+        ]
+        write_parquet_atomic(
+            joined.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"
+        )
     with _timed(info, "index"):
         client = open_client(home / "chroma", chroma_url)
         done = [0]
@@ -108,8 +125,9 @@ def _run_stages(sources: list[Path], home: Path, staging: Path, chroma_url: str 
         result = write_index(joined.enriched, client, embedder, progress=step)
         info.indexed, info.deleted = result.indexed, result.deleted
     with _timed(info, "publish"):
-        write_parquet_atomic(table_from_rows(rejects, REJECT_SCHEMA, "rejects"), staging / "rejects.parquet",
-                             REJECT_SCHEMA, "rejects")
+        write_parquet_atomic(
+            table_from_rows(rejects, REJECT_SCHEMA, "rejects"), staging / "rejects.parquet", REJECT_SCHEMA, "rejects"
+        )
         _publish(staging, home, info)
     info.documents, info.chunks, info.rejected = registry.num_rows, joined.enriched.num_rows, len(rejects)
 
@@ -132,8 +150,9 @@ def _extract(sources: list[Path], info: RunInfo, rejects: list[dict[str, Any]], 
     return documents
 
 
-def _registry_and_chunks(documents: list[Document], info: RunInfo,
-                         rejects: list[dict[str, Any]]) -> tuple[pa.Table, pa.Table]:
+def _registry_and_chunks(
+    documents: list[Document], info: RunInfo, rejects: list[dict[str, Any]]
+) -> tuple[pa.Table, pa.Table]:
     usable = []
     for document in documents:
         try:
@@ -150,8 +169,15 @@ def _registry_and_chunks(documents: list[Document], info: RunInfo,
             chunks = chunk_document(entry.doc_id, document)
             clash = next((c["chunk_id"] for c in chunks if c["chunk_id"] in seen), None)
             if clash:  # the same edition of one act read twice (e.g. a page saved in two folders)
-                rejects.append(_reject(info, "chunk", document.source_file, entry.doc_id,
-                                       f"chunk id {clash!r} already comes from {seen[clash]}"))
+                rejects.append(
+                    _reject(
+                        info,
+                        "chunk",
+                        document.source_file,
+                        entry.doc_id,
+                        f"chunk id {clash!r} already comes from {seen[clash]}",
+                    )
+                )
                 continue
             seen.update((c["chunk_id"], document.source_file) for c in chunks)
             chunk_rows += chunks
@@ -166,10 +192,17 @@ def _publish(staging: Path, home: Path, info: RunInfo) -> None:
         info.outputs[name.removesuffix(".parquet")] = str(target)
 
 
-def _reject(info: RunInfo, stage: str, source_file: str | None, doc_id: str | None, reason: str,
-            chunk_id: str | None = None) -> dict[str, Any]:
-    return {"run_id": info.run_id, "stage": stage, "source_file": source_file, "doc_id": doc_id,
-            "chunk_id": chunk_id, "reason": reason}
+def _reject(
+    info: RunInfo, stage: str, source_file: str | None, doc_id: str | None, reason: str, chunk_id: str | None = None
+) -> dict[str, Any]:
+    return {
+        "run_id": info.run_id,
+        "stage": stage,
+        "source_file": source_file,
+        "doc_id": doc_id,
+        "chunk_id": chunk_id,
+        "reason": reason,
+    }
 
 
 def _run_id() -> str:

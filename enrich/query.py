@@ -30,7 +30,9 @@ def connect(home: Path) -> duckdb.DuckDBPyConnection:
     for view, name in VIEWS.items():
         path = home / name
         if path.exists():
-            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')")
+            con.execute(
+                f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')"
+            )
             found += 1
     if not found:
         con.close()
@@ -69,8 +71,9 @@ def _csv(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(columns)
-    writer.writerows([[json.dumps(_plain(v), ensure_ascii=False) if isinstance(v, list) else _plain(v)
-                       for v in row] for row in rows])
+    writer.writerows(
+        [[json.dumps(_plain(v), ensure_ascii=False) if isinstance(v, list) else _plain(v) for v in row] for row in rows]
+    )
     return out.getvalue()
 
 
@@ -84,4 +87,4 @@ def _table(columns: list[str], rows: list[tuple[Any, ...]]) -> str:
     console = Console(file=io.StringIO(), width=200, force_terminal=False)
     console.print(table)
     console.print(f"{len(rows)} row(s)")
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    return str(console.file.getvalue())  # type: ignore[attr-defined]

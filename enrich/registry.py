@@ -36,7 +36,9 @@ def doc_id_for(requisites: Requisites) -> str:
 
 
 def _designation_text(org: str, section: str) -> str:
-    return {"OSHA": f"29 CFR {section}", "EAEU": f"ТР ТС {section}", "IOGP": f"IOGP {section}"}.get(org, f"{org} {section}")
+    return {"OSHA": f"29 CFR {section}", "EAEU": f"ТР ТС {section}", "IOGP": f"IOGP {section}"}.get(
+        org, f"{org} {section}"
+    )
 
 
 def _act_key(r: Requisites) -> tuple[str, str, str, str] | None:
@@ -90,20 +92,41 @@ def registry_row(entry: Entry) -> dict[str, Any]:
     labels = sorted({lab for d in entry.documents for lab in d.article_labels}, key=_label_order)
     languages = sorted({d.language for d in entry.documents})
     return {
-        "doc_id": entry.doc_id, "doc_title": r.doc_title or entry.doc_id, "doc_type": r.doc_type or "unknown",
-        "adilet_id": r.adilet_id, "portal_id": r.portal_id, "issuer": r.issuer, "issuer_full": r.issuer_full,
-        "order_number": r.order_number, "law_zrk": r.law_zrk, "date_approved": r.date_approved,
-        "registration_number": r.registration_number, "registration_date": r.registration_date,
-        "jurisdiction": r.jurisdiction, "status": r.status or "unknown",
-        "language": "rus" if "rus" in languages else languages[0], "languages": languages,
-        "source_url": r.source_url, "intl_org": r.intl_org, "intl_section": r.intl_section,
-        "code_articles": sorted({int(lab) for lab in labels if lab.isdigit()}), "article_labels": labels,
-        "aliases": _aliases(r), "source_files": sorted({d.source_file for d in entry.documents}),
+        "doc_id": entry.doc_id,
+        "doc_title": r.doc_title or entry.doc_id,
+        "doc_type": r.doc_type or "unknown",
+        "adilet_id": r.adilet_id,
+        "portal_id": r.portal_id,
+        "issuer": r.issuer,
+        "issuer_full": r.issuer_full,
+        "order_number": r.order_number,
+        "law_zrk": r.law_zrk,
+        "date_approved": r.date_approved,
+        "registration_number": r.registration_number,
+        "registration_date": r.registration_date,
+        "jurisdiction": r.jurisdiction,
+        "status": r.status or "unknown",
+        "language": "rus" if "rus" in languages else languages[0],
+        "languages": languages,
+        "source_url": r.source_url,
+        "intl_org": r.intl_org,
+        "intl_section": r.intl_section,
+        "code_articles": sorted({int(lab) for lab in labels if lab.isdigit()}),
+        "article_labels": labels,
+        "aliases": _aliases(r),
+        "source_files": sorted({d.source_file for d in entry.documents}),
     }
 
 
-_TYPE_WORDS = {"order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
-               "ruling": "Нормативное постановление", "law": "Закон", "code": "Кодекс"}
+_TYPE_WORDS = {
+    "order": "Приказ",
+    "resolution": "Постановление",
+    "decree": "Указ",
+    "decision": "Решение",
+    "ruling": "Нормативное постановление",
+    "law": "Закон",
+    "code": "Кодекс",
+}
 
 
 def _aliases(r: Requisites) -> list[str]:

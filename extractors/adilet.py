@@ -28,9 +28,14 @@ _ADILET_URL = re.compile(r"/(rus|kaz|eng)/docs/([A-Za-zА-Яа-я0-9_]+)")
 _ADILET_ID = re.compile(r"^[A-ZА-Я]\d{2}[A-Z0-9А-Я_]{5,12}$")
 _INLINE = {"span", "font", "a", "b", "i", "u", "sup", "sub", "strong", "em"}
 _STATUS = {
-    "обновленный": "updated", "действующий": "in_force", "утративший силу": "repealed",
-    "жаңартылған": "updated", "қолданыстағы": "in_force", "күші жойылған": "repealed",
-    "новый": "in_force", "жаңа": "in_force",
+    "обновленный": "updated",
+    "действующий": "in_force",
+    "утративший силу": "repealed",
+    "жаңартылған": "updated",
+    "қолданыстағы": "in_force",
+    "күші жойылған": "repealed",
+    "новый": "in_force",
+    "жаңа": "in_force",
 }
 _LANG = {"rus": "rus", "kaz": "kaz", "eng": "eng"}
 
@@ -89,7 +94,9 @@ def _header(root: _Element, adilet_id: str, language: str) -> Requisites:
     requisites.doc_type = requisites.doc_type or doc_type_of("", adilet_id)
     requisites.adilet_id = adilet_id
     requisites.language = language
-    requisites.status = _STATUS.get(normalize_space(status_el.text_content()).lower(), "unknown") if status_el is not None else None
+    requisites.status = (
+        _STATUS.get(normalize_space(status_el.text_content()).lower(), "unknown") if status_el is not None else None
+    )
     requisites.source_url = f"https://adilet.zan.kz/{language}/docs/{adilet_id}"
     reference = code_by_adilet_id(adilet_id) or (code_by_title(title) if title else None)
     return requisites.fill_from(reference.requisites(language)) if reference else requisites

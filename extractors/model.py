@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Requisites:
 
     def fill_from(self, other: Requisites) -> Requisites:
         """A copy with every empty field taken from ``other``; aliases are merged."""
-        merged = {}
+        merged: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
             if f.name == "aliases":

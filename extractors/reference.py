@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 from importlib import resources
+from typing import Any
 
 from extractors.model import Requisites
 from schemas.identifiers import canonical_adilet_id, normalize_space
@@ -47,8 +48,9 @@ class CodeRef:
         )
 
 
-def _load(name: str) -> dict:  # type: ignore[type-arg]
-    return json.loads(resources.files("extractors.refdata").joinpath(name).read_text("utf-8"))
+def _load(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resources.files("extractors.refdata").joinpath(name).read_text("utf-8"))
+    return data
 
 
 @functools.cache
@@ -57,7 +59,9 @@ def issuers() -> tuple[Issuer, ...]:
     rows = _load("issuers.json")["issuers"]
     return tuple(
         Issuer(
-            short=r["short"], full_ru=r["full_ru"], full_kz=r["full_kz"],
+            short=r["short"],
+            full_ru=r["full_ru"],
+            full_kz=r["full_kz"],
             patterns=tuple(re.compile(p, re.IGNORECASE) for p in r["patterns"]),
             aliases=tuple(r["aliases"]),
         )
@@ -70,7 +74,9 @@ def codes() -> tuple[CodeRef, ...]:
     """Codes of RK and the Constitution with their titles in three languages and short aliases."""
     return tuple(
         CodeRef(
-            adilet_id=canonical_adilet_id(r["adilet_id"]), doc_type=r["doc_type"], law_zrk=r["law_zrk"],
+            adilet_id=canonical_adilet_id(r["adilet_id"]),
+            doc_type=r["doc_type"],
+            law_zrk=r["law_zrk"],
             date_approved=dt.date.fromisoformat(r["date_approved"]),
             titles={"ru": r["title_ru"], "kz": r["title_kz"], "en": r["title_en"]},
             aliases=tuple(r["aliases"]),

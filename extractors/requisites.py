@@ -20,13 +20,33 @@ from extractors.reference import find_issuer
 from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
 
 RU_MONTHS = {
-    "января": 1, "февраля": 2, "марта": 3, "апреля": 4, "мая": 5, "июня": 6, "июля": 7,
-    "августа": 8, "сентября": 9, "октября": 10, "ноября": 11, "декабря": 12,
+    "января": 1,
+    "февраля": 2,
+    "марта": 3,
+    "апреля": 4,
+    "мая": 5,
+    "июня": 6,
+    "июля": 7,
+    "августа": 8,
+    "сентября": 9,
+    "октября": 10,
+    "ноября": 11,
+    "декабря": 12,
 }
 # Kazakh month stems; requisites decline them («желтоқсандағы», «қарашадағы», «сәуірдегі»).
 KZ_MONTHS = {
-    "қаңтар": 1, "ақпан": 2, "наурыз": 3, "сәуір": 4, "мамыр": 5, "маусым": 6, "шілде": 7,
-    "тамыз": 8, "қыркүйек": 9, "қазан": 10, "қараша": 11, "желтоқсан": 12,
+    "қаңтар": 1,
+    "ақпан": 2,
+    "наурыз": 3,
+    "сәуір": 4,
+    "мамыр": 5,
+    "маусым": 6,
+    "шілде": 7,
+    "тамыз": 8,
+    "қыркүйек": 9,
+    "қазан": 10,
+    "қараша": 11,
+    "желтоқсан": 12,
 }
 
 _RU_DATE = re.compile(r"(\d{1,2})\s+(" + "|".join(RU_MONTHS) + r")\s+(\d{4})\s*(?:года|г\.)?", re.I)
@@ -41,21 +61,33 @@ _REGISTRATION = re.compile(
 
 # Leading words (Russian) or closing words (Kazakh) name the act's type.
 _TYPES_RU = [
-    ("Нормативное постановление", "ruling"), ("Постановление", "resolution"), ("Приказ", "order"),
-    ("Совместный приказ", "order"), ("Закон", "law"), ("Конституционный закон", "law"),
-    ("Кодекс", "code"), ("Конституция", "constitution"), ("Указ", "decree"), ("Решение", "decision"),
+    ("Нормативное постановление", "ruling"),
+    ("Постановление", "resolution"),
+    ("Приказ", "order"),
+    ("Совместный приказ", "order"),
+    ("Закон", "law"),
+    ("Конституционный закон", "law"),
+    ("Кодекс", "code"),
+    ("Конституция", "constitution"),
+    ("Указ", "decree"),
+    ("Решение", "decision"),
     ("Распоряжение", "instruction"),
 ]
 _TYPES_KZ = [
-    ("бұйрығы", "order"), ("Заңы", "law"), ("Кодексі", "code"), ("қаулысы", "resolution"),
-    ("шешімі", "decision"), ("Жарлығы", "decree"), ("Конституциясы", "constitution"),
+    ("бұйрығы", "order"),
+    ("Заңы", "law"),
+    ("Кодексі", "code"),
+    ("қаулысы", "resolution"),
+    ("шешімі", "decision"),
+    ("Жарлығы", "decree"),
+    ("Конституциясы", "constitution"),
 ]
 _TYPE_BY_ADILET_PREFIX = {"K": "code", "Z": "law", "V": "order", "P": "resolution", "U": "decree", "S": "ruling"}
 
 
 def parse_date(text: str) -> dt.date | None:
     """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»."""
-    candidates: list[tuple[int, dt.date]] = []
+    candidates: list[tuple[int, dt.date | None]] = []
     for m in _RU_DATE.finditer(text):
         candidates.append((m.start(), _safe_date(int(m.group(3)), RU_MONTHS[m.group(2).lower()], int(m.group(1)))))
     for m in _KZ_DATE.finditer(text):
@@ -63,7 +95,7 @@ def parse_date(text: str) -> dt.date | None:
         candidates.append((m.start(), _safe_date(int(m.group(1)), month, int(m.group(2)))))
     for m in _NUM_DATE.finditer(text):
         candidates.append((m.start(), _safe_date(int(m.group(3)), int(m.group(2)), int(m.group(1)))))
-    valid = sorted((pos, d) for pos, d in candidates if d is not None)
+    valid = sorted((pos, d) for pos, d in candidates if d is not None)  # type: ignore[misc]
     return valid[0][1] if valid else None
 
 

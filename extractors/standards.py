@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import re
-import string
 
 from lxml import etree
 from lxml import html as lxml_html
@@ -27,8 +26,13 @@ _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 
 def _requisites(designation: Designation, title: str, language: str) -> Requisites:
     return Requisites(
-        doc_title=title, doc_type="standard", intl_org=designation.org, intl_section=designation.section,
-        jurisdiction=designation.jurisdiction, language=language, status="in_force",
+        doc_title=title,
+        doc_type="standard",
+        intl_org=designation.org,
+        intl_section=designation.section,
+        jurisdiction=designation.jurisdiction,
+        language=language,
+        status="in_force",
     )
 
 
@@ -116,14 +120,20 @@ def parse_ecfr_xml(data: bytes, source_file: str) -> Document:
 
 
 def _cfr_units(paragraphs: list[str]) -> list[Unit]:
-    """Group paragraphs under the top-level letters in order; «(i)» after «(h)» is a letter, else a roman."""
+    """Group paragraphs under the top-level letters (a), (b), …
+
+    A single letter opens a new section only if it comes 1–3 letters after the previous one, so «(i)»
+    after «(h)» is a letter while «(i)» after «(c)» is a roman-numbered subparagraph.
+    """
     units = [Unit(kind="preamble", label=None, heading=None)]
-    letters = iter(string.ascii_lowercase)
-    expected = next(letters)
+    previous = ord("a") - 1
     for text in filter(None, paragraphs):
-        if text.startswith(f"({expected})"):
+        m = re.match(r"^\(([a-z])\)", text)
+        if m and 0 < ord(m.group(1)) - previous <= 3:
+            previous = ord(m.group(1))
             heading = re.match(r"^\(\w\)\s*([^.]{0,120}\.)?", text)
-            units.append(Unit(kind="section", label=f"({expected})", heading=(heading.group(0) if heading else text[:3]).strip()))
-            expected = next(letters, "?")
+            units.append(
+                Unit(kind="section", label=m.group(0), heading=(heading.group(0) if heading else m.group(0)).strip())
+            )
         units[-1].paragraphs.append(text)
     return [u for u in units if u.paragraphs]

@@ -16,8 +16,16 @@ from schemas.identifiers import normalize_space
 
 _STATUS = {"exe": "in_force", "new": "in_force", "upd": "updated", "ref": "repealed", "rep": "repealed"}
 _LANGUAGE = {"ru": "rus", "rus": "rus", "kz": "kaz", "kk": "kaz", "kaz": "kaz", "en": "eng", "eng": "eng"}
-_ACT_TYPES = {"ПРИК": "order", "ПОСТ": "resolution", "ЗАК": "law", "КОД": "code", "УКАЗ": "decree",
-              "РЕШ": "decision", "НПОС": "ruling", "РАСП": "instruction"}
+_ACT_TYPES = {
+    "ПРИК": "order",
+    "ПОСТ": "resolution",
+    "ЗАК": "law",
+    "КОД": "code",
+    "УКАЗ": "decree",
+    "РЕШ": "decision",
+    "НПОС": "ruling",
+    "РАСП": "instruction",
+}
 _REQUIRED = ("_id", "title", "text", "requisites")
 
 

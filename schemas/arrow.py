@@ -55,12 +55,21 @@ CHUNK_SCHEMA = pa.schema(
 
 # Registry identifier fields joined onto chunks, with the chunk's own code_articles kept.
 _REGISTRY_ON_CHUNK = [
-    "doc_title", "doc_type", "adilet_id", "issuer", "order_number", "law_zrk", "date_approved",
-    "registration_number", "jurisdiction", "status", "source_url", "intl_org", "intl_section",
+    "doc_title",
+    "doc_type",
+    "adilet_id",
+    "issuer",
+    "order_number",
+    "law_zrk",
+    "date_approved",
+    "registration_number",
+    "jurisdiction",
+    "status",
+    "source_url",
+    "intl_org",
+    "intl_section",
 ]
-ENRICHED_CHUNK_SCHEMA = pa.schema(
-    list(CHUNK_SCHEMA) + [REGISTRY_SCHEMA.field(name) for name in _REGISTRY_ON_CHUNK]
-)
+ENRICHED_CHUNK_SCHEMA = pa.schema(list(CHUNK_SCHEMA) + [REGISTRY_SCHEMA.field(name) for name in _REGISTRY_ON_CHUNK])
 REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
 
 REJECT_SCHEMA = pa.schema(

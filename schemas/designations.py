@@ -11,8 +11,18 @@ from dataclasses import dataclass
 
 from schemas.identifiers import fold_dashes, fold_lookalikes, normalize_space, slug
 
-_API_KINDS = {"rp": "RP", "recommended practice": "RP", "std": "Std", "standard": "Std", "spec": "Spec",
-              "specification": "Spec", "publ": "Publ", "publication": "Publ", "bull": "Bull", "tr": "TR"}
+_API_KINDS = {
+    "rp": "RP",
+    "recommended practice": "RP",
+    "std": "Std",
+    "standard": "Std",
+    "spec": "Spec",
+    "specification": "Spec",
+    "publ": "Publ",
+    "publication": "Publ",
+    "bull": "Bull",
+    "tr": "TR",
+}
 
 
 @dataclass(frozen=True)
@@ -43,19 +53,54 @@ def _family(org: str, jurisdiction: str, regex: str, *examples: str) -> Family:
 
 # Order matters: more specific first (СТ РК ISO is ISO; ТР ТС before bare numbers).
 FAMILIES: tuple[Family, ...] = (
-    _family("EAEU", "EAEU", r"\b(?:TP|TR)\s*(?:TC|CU|EAЭC|EAEU|ЕАЭС)\s*(?P<num>\d{3})\s*/\s*(?P<year>\d{4})",
-            "ТР ТС 004/2011", "ТР ЕАЭС 043/2017", "TR СU 010/ 2011"),
-    _family("OSHA", "US", r"(?:\b29\s*CFR\s*(?:Part\s*|§+\s*|Sec\.\s*)?|\bOSHA\s+(?:Standard\s+)?|§\s*|Sec\.\s+)"
-            r"(?P<num>19[0-9]{2}\.\d+)(?![\d.])", "29 CFR 1910.146", "OSHA 1910.146", "29 CFR § 1910.146(c)(2)",
-            "Sec.  1910.146", "29CFR1910.146"),
-    _family("ISO", "INTL", r"(?:\bCT\s+PK\s+)?\bISO(?:/IEC)?\s+(?P<num>\d{3,5}(?:-\d+)?)(?::(?P<year>\d{4}))?",
-            "ISO 45001", "ISO 45001:2018", "ISO/IEC 27001", "СТ РК ISO 45001"),
-    _family("API", "US", r"\bAPI\s+(?:(?P<kind>RP|Std|Spec|Publ|Bull|TR|Recommended\s+Practice|Standard|Specification)\s*)?"
-            r"(?P<num>\d{1,4}[A-Z]{0,2})\b", "API RP 75", "API 510", "API Std 650", "API Spec 6A",
-            "API Recommended Practice 75"),
+    _family(
+        "EAEU",
+        "EAEU",
+        r"\b(?:TP|TR)\s*(?:TC|CU|EAЭC|EAEU|ЕАЭС)\s*(?P<num>\d{3})\s*/\s*(?P<year>\d{4})",
+        "ТР ТС 004/2011",
+        "ТР ЕАЭС 043/2017",
+        "TR СU 010/ 2011",
+    ),
+    _family(
+        "OSHA",
+        "US",
+        r"(?:\b29\s*CFR\s*(?:Part\s*|§+\s*|Sec\.\s*)?|\bOSHA\s+(?:Standard\s+)?|§\s*|Sec\.\s+)"
+        r"(?P<num>19[0-9]{2}\.\d+)(?![\d.])",
+        "29 CFR 1910.146",
+        "OSHA 1910.146",
+        "29 CFR § 1910.146(c)(2)",
+        "Sec.  1910.146",
+        "29CFR1910.146",
+    ),
+    _family(
+        "ISO",
+        "INTL",
+        r"(?:\bCT\s+PK\s+)?\bISO(?:/IEC)?\s+(?P<num>\d{3,5}(?:-\d+)?)(?::(?P<year>\d{4}))?",
+        "ISO 45001",
+        "ISO 45001:2018",
+        "ISO/IEC 27001",
+        "СТ РК ISO 45001",
+    ),
+    _family(
+        "API",
+        "US",
+        r"\bAPI\s+(?:(?P<kind>RP|Std|Spec|Publ|Bull|TR|Recommended\s+Practice|Standard|Specification)\s*)?"
+        r"(?P<num>\d{1,4}[A-Z]{0,2})\b",
+        "API RP 75",
+        "API 510",
+        "API Std 650",
+        "API Spec 6A",
+        "API Recommended Practice 75",
+    ),
     _family("NFPA", "US", r"\bNFPA\s*(?P<num>\d{1,4}[A-Z]?)\b", "NFPA 652", "NFPA 70E"),
-    _family("IOGP", "INTL", r"\b(?:IOGP|OGP)\s+(?:Report\s+)?(?:No\.?\s*)?(?P<num>\d{2,4}(?:-\d+)?)\b",
-            "IOGP Report 423", "OGP Report No. 423", "IOGP 423-02"),
+    _family(
+        "IOGP",
+        "INTL",
+        r"\b(?:IOGP|OGP)\s+(?:Report\s+)?(?:No\.?\s*)?(?P<num>\d{2,4}(?:-\d+)?)\b",
+        "IOGP Report 423",
+        "OGP Report No. 423",
+        "IOGP 423-02",
+    ),
     _family("СТ РК", "KZ", r"\bCT\s+PK\s+(?P<num>\d+(?:\.\d+)*-\d{4})", "СТ РК 1.0-2015"),
     _family("СП РК", "KZ", r"\bCП\s+PK\s+(?P<num>\d+(?:\.\d+)*-\d+-\d{4})", "СП РК 2.02-101-2014"),
     _family("ГОСТ", "EAEU", r"\bГOCT\s+(?:P\s+)?(?P<num>\d+(?:\.\d+)*-\d{2,4})", "ГОСТ 12.0.004-2015"),

@@ -1,0 +1,36 @@
+# Every target sets itself up on a fresh machine: it installs uv if missing, syncs the locked
+# environment, then runs. `make run` indexes the bundled corpus; `make test` runs the test suite.
+SHELL := /bin/bash
+UV_VERSION := 0.13.9
+UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
+HOME_DIR ?= data
+export UV_PYTHON_DOWNLOADS := never
+
+.PHONY: run test lint check setup sample clean
+
+.tools/bin/uv:
+	python3 -m venv .tools
+	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
+
+setup: $(if $(filter .tools/bin/uv,$(UV)),.tools/bin/uv)
+	$(UV) sync --frozen
+
+run: setup  ## extract, build the registry, enrich and index the bundled corpus into ./data
+	$(UV) run zan run --home $(HOME_DIR)
+	$(UV) run zan sql "SELECT doc_id, doc_type, issuer, order_number, law_zrk, intl_org, intl_section FROM registry ORDER BY doc_id" --home $(HOME_DIR)
+
+test: setup  ## the test suite (the same command CI runs)
+	$(UV) run pytest -q
+
+lint: setup  ## ruff and mypy on the packages
+	$(UV) run ruff check .
+	$(UV) run ruff format --check .
+	$(UV) run mypy extractors enrich schemas
+
+check: test lint
+
+sample: setup  ## regenerate data/sample from scripts/sample_*.py
+	$(UV) run python scripts/build_sample.py
+
+clean:
+	rm -rf .venv .tools data/*.parquet data/chroma data/.staging
