@@ -1,0 +1,213 @@
+"""The main job end to end on real parts: parquet, DuckDB, embedded Chroma and a `chroma run` server."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import duckdb
+import pyarrow.parquet as pq
+import pytest
+
+from enrich.embed import HashingEmbedder
+from enrich.index import COLLECTION, open_client
+from enrich.pipeline import RunError, run
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
+from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
+
+
+def _sql(home: Path, query: str) -> list[tuple]:  # type: ignore[type-arg]
+    with duckdb.connect() as con:
+        for view, name in [("registry", "registry"), ("chunks", "enriched_chunks"), ("rejects", "rejects")]:
+            con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{home / name}.parquet')")
+        return con.execute(query).fetchall()
+
+
+def test_sample_run_builds_registry_chunks_and_index(sample_run) -> None:  # type: ignore[no-untyped-def]
+    info, home = sample_run
+    assert info.documents == 15 and info.chunks == info.indexed > 50
+    assert pq.read_schema(home / "registry.parquet").names == REGISTRY_SCHEMA.names
+    assert pq.read_schema(home / "enriched_chunks.parquet").names == ENRICHED_CHUNK_SCHEMA.names
+    orders = _sql(home, "SELECT issuer FROM registry WHERE order_number = '211' ORDER BY issuer")
+    assert orders == [("МТСЗН",), ("МЧС",), ("МЭ",)]
+    assert _sql(home, "SELECT count(*) FROM chunks c ANTI JOIN registry r USING (doc_id)") == [(0,)]
+
+
+def test_one_act_from_two_sources_and_two_languages_is_one_registry_row(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    [(languages, files)] = _sql(home, "SELECT languages, len(source_files) FROM registry WHERE doc_id = 'k1500000414'")
+    assert languages == ["kaz", "rus"] and files == 2
+    [(n,)] = _sql(home, "SELECT len(source_files) FROM registry WHERE doc_id = 'v2400035612'")  # adilet + zan.gov.kz
+    assert n == 2
+    [(reason,)] = _sql(home, "SELECT reason FROM rejects WHERE source_file LIKE '%900211_rus.json'")
+    assert "already comes from" in reason
+
+
+def test_every_chunk_carries_its_documents_identifiers(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    rows = _sql(home, "SELECT doc_id, order_number, issuer, registration_number FROM chunks WHERE doc_id LIKE 'v%'")
+    assert rows and all(r[1] and r[2] and r[3] for r in rows)
+    rows = _sql(home, "SELECT DISTINCT intl_org, intl_section FROM chunks WHERE doc_type = 'standard' ORDER BY 1")
+    assert ("OSHA", "1910.146") in rows and ("API", "RP 75") in rows
+
+
+def test_chroma_metadata_filters_by_doc_and_article_exactly(sample_run) -> None:  # type: ignore[no-untyped-def]
+    info, home = sample_run
+    collection = open_client(home / "chroma").get_collection(COLLECTION)
+    assert collection.count() == info.chunks
+    got = collection.get(where={"code_articles": {"$contains": 127}}, include=["metadatas"])
+    assert got["ids"] == ["k1500000414:art127:0"]  # never 127-2
+    got = collection.get(where={"article_labels": {"$contains": "127-2"}}, include=["metadatas"])
+    assert got["ids"] == ["k1500000414:art127-2:0"]
+    meta = collection.get(ids=["k1500000414:art156:0"], include=["metadatas"])["metadatas"][0]
+    assert meta["doc_id"] == "k1500000414" and meta["law_zrk"] == "414-V" and meta["code_articles"] == [156]
+    assert meta["date_approved"] == "2015-11-23" and meta["language"] == "rus"
+    vector = HashingEmbedder().embed(["Статья 156. Стороны коллективного договора"])
+    hit = collection.query(query_embeddings=vector, n_results=1, where={"doc_id": "k1500000414"})
+    assert hit["ids"][0][0].startswith("k1500000414:art156")
+
+
+def test_bad_files_become_rejects_and_the_run_goes_on(tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(SAMPLE / "standards" / "api", source / "api")
+    (source / "zan").mkdir()
+    (source / "zan" / "broken.json").write_text("{oops", "utf-8")
+    (source / "page.html").write_text("<html><body><p>adilet error page</p></body></html>", "utf-8")
+    info = run([source], tmp_path / "home")
+    assert (info.documents, info.rejected) == (1, 2)
+    reasons = dict(_sql(tmp_path / "home", "SELECT regexp_extract(source_file, '[^/]+$'), reason FROM rejects"))
+    assert "invalid JSON" in reasons["broken.json"] and "no <article> body" in reasons["page.html"]
+
+
+def test_a_failed_run_leaves_published_files_intact(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = run([SAMPLE / "standards"], home)
+    before = {p.name: p.read_bytes() for p in home.glob("*.parquet")}
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(RunError, match="no source files"):
+        run([empty], home)
+    (empty / "junk.json").write_text("[]", "utf-8")
+    with pytest.raises(RunError, match="no documents"):
+        run([empty], home)
+    assert {p.name: p.read_bytes() for p in home.glob("*.parquet")} == before
+    assert not list((home / ".staging").iterdir())
+    assert open_client(home / "chroma").get_collection(COLLECTION).count() == first.chunks
+
+
+def test_rerun_with_fewer_documents_removes_their_vectors(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    run([SAMPLE / "standards"], home)
+    second = run([SAMPLE / "standards" / "api"], home)
+    collection = open_client(home / "chroma").get_collection(COLLECTION)
+    assert collection.count() == second.chunks and second.deleted > 0
+    assert {m["doc_id"] for m in collection.get(include=["metadatas"])["metadatas"]} == {"api-rp-75"}
+
+
+def _zan(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "enrich.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
+    )
+
+
+def test_real_corpus_via_cli_meets_the_main_job_contract(tmp_path: Path) -> None:
+    corpus_file("adilet/rus/K1500000414.html")
+    home = tmp_path / "x"
+    done = _zan(
+        "run", "--source", str(CORPUS / "adilet"), "--source", str(CORPUS / "zan"), "--home", str(home), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    assert summary["documents"] == 18 and summary["rejected"] == 0 and summary["indexed"] == summary["chunks"]
+    [(doc_type, law, date)] = _sql(
+        home, "SELECT doc_type, law_zrk, date_approved FROM registry WHERE doc_id='k1500000414'"
+    )
+    assert (doc_type, law, str(date)) == ("code", "414-V", "2015-11-23")
+    [(law, title)] = _sql(home, "SELECT law_zrk, doc_title FROM registry WHERE doc_id = 'z1500000410'")
+    assert (law, title) == ("410-V", "О противодействии коррупции")
+    assert _sql(home, "SELECT count(DISTINCT article_labels[1]) FROM chunks WHERE doc_id = 'k1500000414'") == [(221,)]
+    assert _sql(home, "SELECT count(DISTINCT article_labels[1]) FROM chunks WHERE doc_id = 'k950001000_'") == [(102,)]
+    art156 = _sql(home, "SELECT text FROM chunks WHERE list_contains(code_articles, 156) AND doc_id = 'k1500000414'")
+    assert art156 and not [t for (t,) in art156 if "Статья 158" in t]
+    assert _sql(
+        home,
+        "SELECT count(*) FROM registry WHERE doc_id LIKE 'zan-%' AND issuer IS NOT NULL "
+        "AND date_approved IS NOT NULL AND coalesce(order_number, law_zrk) IS NOT NULL",
+    ) == [(15,)]
+    assert _sql(home, "SELECT count(*) FROM chunks WHERE text ILIKE '%shadowroot%' OR text ILIKE '%veepn%'") == [(0,)]
+    count = open_client(home / "chroma").get_collection(COLLECTION).count()
+    assert count == summary["chunks"]
+
+
+def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    done = _zan(
+        "sql",
+        "SELECT doc_id, date_approved FROM registry WHERE doc_id = 'z1400000188'",
+        "--home",
+        str(home),
+        "--format",
+        "json",
+    )
+    assert json.loads(done.stdout) == [{"doc_id": "z1400000188", "date_approved": "2014-04-11"}]
+    done = _zan(
+        "sql",
+        "SELECT chunk_id, code_articles FROM chunks WHERE list_contains(code_articles, 162) ORDER BY 1",
+        "--home",
+        str(home),
+        "--format",
+        "csv",
+    )
+    assert done.stdout.splitlines() == [
+        "chunk_id,code_articles",
+        "k1500000414:art162:0,[162]",
+        "k1500000414:kaz/art162:0,[162]",
+    ]
+    bad = _zan("sql", "SELECT * FROM nowhere", "--home", str(home))
+    assert bad.returncode == 1 and "nowhere" in bad.stderr
+    empty = _zan("sql", "SELECT 1", "--home", str(home / "missing"))
+    assert empty.returncode == 1 and "nothing published" in empty.stderr
+
+
+@pytest.mark.parametrize("command", [[], ["run"], ["sql"]])
+def test_every_command_has_help_with_an_example(command: list[str]) -> None:
+    done = _zan(*command, "--help")
+    assert done.returncode == 0 and "Example" in done.stdout
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_run_against_a_real_chroma_server(tmp_path: Path) -> None:
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.skip(f"chroma CLI not installed beside {sys.executable}")
+    port = _free_port()
+    server = subprocess.Popen(
+        [str(chroma), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                open_client(chroma_url=url).heartbeat()
+                break
+            except Exception:
+                time.sleep(0.5)
+        info = run([SAMPLE / "standards"], tmp_path / "home", chroma_url=url)
+        assert open_client(chroma_url=url).get_collection(COLLECTION).count() == info.chunks == info.indexed
+        assert not (tmp_path / "home" / "chroma").exists()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
