@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from enrich.query import create_parquet_view
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK, conform
 
 
@@ -26,8 +27,8 @@ def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
     chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
     reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
     with duckdb.connect() as con:
-        con.execute(f"CREATE VIEW chunks AS SELECT * FROM read_parquet('{_sql_path(chunks_path)}')")
-        con.execute(f"CREATE VIEW registry AS SELECT * FROM read_parquet('{_sql_path(registry_path)}')")
+        create_parquet_view(con, "chunks", chunks_path)
+        create_parquet_view(con, "registry", registry_path)
         enriched = con.sql(
             f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id) ORDER BY c.chunk_id"
         ).to_arrow_table()
@@ -35,7 +36,3 @@ def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
             "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
         ).to_arrow_table()
     return JoinResult(conform(enriched, ENRICHED_CHUNK_SCHEMA, "enriched_chunks"), orphans)
-
-
-def _sql_path(path: Path) -> str:
-    return str(path).replace("'", "''")

@@ -21,7 +21,7 @@ from enrich.chunking import chunk_document
 from enrich.embed import Embedder, HashingEmbedder
 from enrich.index import open_client, write_index
 from enrich.join import enrich_chunks
-from enrich.registry import IdentityError, build_registry, registry_row
+from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import table_from_rows, write_parquet_atomic
 from extractors.discover import extract_file, source_files
 from extractors.model import Document
@@ -146,7 +146,8 @@ def _extract(sources: list[Path], info: RunInfo, rejects: list[dict[str, Any]], 
             rejects.append(_reject(info, "extract", outcome.source_file, None, outcome.error or "unknown error"))
         progress("extract", n, len(files))
     if not documents:
-        raise RunError(f"no documents could be extracted from {len(files)} file(s); see the reasons above")
+        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
+        raise RunError(f"no documents could be extracted from {len(files)} file(s): {reasons}")
     return documents
 
 
@@ -156,7 +157,7 @@ def _registry_and_chunks(
     usable = []
     for document in documents:
         try:
-            build_registry([document])
+            doc_id_for(document.requisites)
             usable.append(document)
         except IdentityError as exc:
             rejects.append(_reject(info, "registry", document.source_file, None, str(exc)))

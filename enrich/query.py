@@ -23,6 +23,12 @@ class QueryError(RuntimeError):
     """Nothing published yet, or the SQL failed; the message says which."""
 
 
+def create_parquet_view(con: duckdb.DuckDBPyConnection, view: str, path: Path) -> None:
+    """``CREATE VIEW view AS SELECT * FROM read_parquet(path)``, with the path safely quoted."""
+    quoted = str(path).replace("'", "''")
+    con.execute(f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{quoted}')")
+
+
 def connect(home: Path) -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection with one view per published file."""
     con = duckdb.connect()
@@ -30,9 +36,7 @@ def connect(home: Path) -> duckdb.DuckDBPyConnection:
     for view, name in VIEWS.items():
         path = home / name
         if path.exists():
-            con.execute(
-                f"CREATE VIEW {view} AS SELECT * FROM read_parquet('{str(path).replace(chr(39), chr(39) * 2)}')"
-            )
+            create_parquet_view(con, view, path)
             found += 1
     if not found:
         con.close()

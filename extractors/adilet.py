@@ -21,7 +21,7 @@ from lxml.etree import ParserError, _Element
 from extractors.model import Document, ExtractError, Requisites
 from extractors.reference import code_by_adilet_id, code_by_title
 from extractors.requisites import doc_type_of, parse_requisites
-from extractors.structure import Line, build_units, split_heading_lines
+from extractors.structure import Line, build_units, is_editorial_note, split_heading_lines
 from schemas.identifiers import canonical_adilet_id, normalize_space
 
 _ADILET_URL = re.compile(r"/(rus|kaz|eng)/docs/([A-Za-zА-Яа-я0-9_]+)")
@@ -139,7 +139,7 @@ def _body_lines(article: _Element) -> Iterator[Line]:
             inline_note = inline_note or _note_only(child)
         elif inline or tag == "br":
             if "".join(inline).strip():
-                yield Line("".join(inline), note=inline_note or _looks_like_note("".join(inline)))
+                yield Line("".join(inline), note=inline_note or is_editorial_note("".join(inline)))
             inline, inline_note = [], False
         if tag not in _INLINE and tag != "br":
             yield from _block_lines(child, tag)
@@ -181,7 +181,3 @@ def _split_on_br(el: _Element) -> list[str]:
         current.append(child.tail or "")
     parts.append("".join(current))
     return parts
-
-
-def _looks_like_note(text: str) -> bool:
-    return bool(re.match(r"^\s*(Сноска|Примечание|Ескерту|ЕСКЕРТУ|РҚАО|ҚРЗАИ)", normalize_space(text)))

@@ -11,12 +11,11 @@ import re
 
 from extractors.model import Document, ExtractError
 from extractors.reference import code_by_title
-from extractors.structure import Line, build_units
+from extractors.structure import Line, build_units, is_editorial_note
 from schemas.identifiers import normalize_space
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _TOC = re.compile(r"^(МАЗМҰНЫ|СОДЕРЖАНИЕ|ОГЛАВЛЕНИЕ)$", re.I)
-_NOTE = re.compile(r"^(Ескерту|ЕСКЕРТУ|Сноска|РҚАО|ҚРЗАИ|Примечание)", re.I)
 _KAZAKH = re.compile(r"[ӘәҒғҚқҢңӨөҰұҮүҺһІі]")
 
 
@@ -58,5 +57,5 @@ def _lines(lines: list[str]) -> list[Line]:
     for raw in lines:
         m = _HEADING.match(raw)
         text = normalize_space(m.group(2) if m else raw)
-        out.append(Line(text, heading=bool(m), note=bool(_NOTE.match(text)) and not m))
+        out.append(Line(text, heading=bool(m), note=is_editorial_note(text) and not m))
     return out

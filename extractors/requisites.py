@@ -59,7 +59,8 @@ _REGISTRATION = re.compile(
     r"(Зарегистрирован\w*\s+в\s+Министерстве\s+юстиции.*|Әділет\s+министрлігінде.*)", re.I | re.S
 )
 
-# Leading words (Russian) or closing words (Kazakh) name the act's type.
+# Leading words (Russian) or closing words (Kazakh) name the act's type. Russian rows are tried longest
+# first (sorted below), so «Нормативное постановление» wins over «Постановление».
 _TYPES_RU = [
     ("Нормативное постановление", "ruling"),
     ("Постановление", "resolution"),
@@ -73,6 +74,7 @@ _TYPES_RU = [
     ("Решение", "decision"),
     ("Распоряжение", "instruction"),
 ]
+_TYPES_RU.sort(key=lambda row: -len(row[0]))
 _TYPES_KZ = [
     ("бұйрығы", "order"),
     ("Заңы", "law"),
@@ -108,11 +110,11 @@ def _safe_date(year: int, month: int, day: int) -> dt.date | None:
 
 def doc_type_of(text: str, adilet_id: str | None = None) -> str | None:
     """The act type named by a requisites line, else by the adilet id's prefix letter."""
-    head = text.strip()
-    for word, kind in sorted(_TYPES_RU, key=lambda t: -len(t[0])):
-        if head.lower().startswith(word.lower()):
+    head = text.strip().lower()
+    for word, kind in _TYPES_RU:
+        if head.startswith(word.lower()):
             return kind
-    own = _REGISTRATION.split(head)[0]
+    own, _ = _split_registration(text.strip())
     for word, kind in _TYPES_KZ:
         if re.search(rf"\b{word}\b", own, re.I):
             return kind
@@ -122,7 +124,7 @@ def doc_type_of(text: str, adilet_id: str | None = None) -> str | None:
 def parse_requisites(line: str, adilet_id: str | None = None) -> Requisites:
     """Identifier fields stated by one requisites line. Fields the line does not state stay None."""
     text = fold_dashes(normalize_space(line))
-    own, _, registration = _split_registration(text)
+    own, registration = _split_registration(text)
     req = Requisites(doc_type=doc_type_of(text, adilet_id), date_approved=parse_date(own), jurisdiction="KZ")
     number = _own_number(own)
     if number:
@@ -144,11 +146,10 @@ def parse_requisites(line: str, adilet_id: str | None = None) -> Requisites:
     return req
 
 
-def _split_registration(text: str) -> tuple[str, str, str]:
+def _split_registration(text: str) -> tuple[str, str]:
+    """The act's own clause and its Ministry of Justice registration clause («Зарегистрирован …», «… тіркелді»)."""
     m = _REGISTRATION.search(text)
-    if not m:
-        return text, "", ""
-    return text[: m.start()], "", m.group(1)
+    return (text[: m.start()], m.group(1)) if m else (text, "")
 
 
 def _own_number(own: str) -> str | None:

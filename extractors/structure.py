@@ -32,6 +32,8 @@ _LEVELS = (
 )
 _APPENDIX = re.compile(r"^(Приложение|Қосымша|\d+\s*-\s*қосымша|Annex|Appendix)\b", re.I)
 _CHAPTER_NUMBER = re.compile(r"(?:Глава|ГЛАВА|Chapter)\s+(\d+(?:-\d+)?)|(\d+(?:-\d+)?)\s*-\s*(?:тарау|ТАРАУ)")
+# Editorial notes written as plain lines, without note markup: «Сноска.», «Примечание ИЗПИ!», «Ескерту.»
+_EDITORIAL_NOTE = re.compile(r"^(Сноска|Примечание|Ескерту|РҚАО|ҚРЗАИ)", re.IGNORECASE)
 # A standard's numbered section heading: «4.1 General», «Section 2—Safety…», «(c) Permit system».
 STANDARD_SECTION = re.compile(r"^(?:Section\s+)?(\d+(?:\.\d+){0,3})\.?\s*(?:[-—–:]\s*)?(?P<title>[A-ZА-ЯЁ].{0,150})$")
 
@@ -53,6 +55,11 @@ def match_article(text: str) -> tuple[str, str] | None:
         if m:
             return canonical_article_label(m.group(1)), m.group("title").strip()
     return None
+
+
+def is_editorial_note(text: str) -> bool:
+    """True for a line that opens an editorial note rather than normative text."""
+    return bool(_EDITORIAL_NOTE.match(normalize_space(text)))
 
 
 def structural_rank(text: str) -> int | None:
@@ -87,11 +94,7 @@ class _Builder:
             return
         if line.note:
             self.current.notes.append(text)
-        elif line.heading and self._heading(text):
-            return
-        elif self.current.kind in ("chapter", "division") and self._continues_heading(text, line):
-            self.current.heading = f"{self.current.heading} {text}"
-        else:
+        elif not (line.heading and self._heading(text)):
             self.current.paragraphs.append(text)
 
     def _heading(self, text: str) -> bool:
@@ -112,10 +115,6 @@ class _Builder:
             self.open("section", section.group(1), text)
             return True
         return False
-
-    def _continues_heading(self, text: str, line: Line) -> bool:
-        # «Глава 2. … ТРУДОВЫХ<br>ОТНОШЕНИЙ»: a heading line broken in two; only right after the heading.
-        return line.heading and not self.current.paragraphs and text.isupper()
 
 
 def build_units(lines: Iterable[Line], standard_sections: bool = False) -> list[Unit]:
