@@ -15,6 +15,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from enrich.embed import make_embedder
 from enrich.pipeline import DEFAULT_SAMPLE, RunError, run
 from enrich.query import QueryError, run_sql
+from lookup.errors import LookupProblem
 
 app = typer.Typer(
     name="zan",
@@ -99,6 +100,73 @@ def sql_command(
         err.print(f"[red]zan sql failed:[/red] {exc}")
         raise typer.Exit(1) from exc
     sys.stdout.write(output)
+
+
+ChromaUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chroma-url", help="Chroma server URL; default: embedded Chroma under HOME/chroma.", envvar="ZAN_CHROMA_URL"
+    ),
+]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder", help="The embedder the index was built with (`hash` or `st:/path`).", envvar="ZAN_EMBEDDER"
+    ),
+]
+
+
+@app.command("lookup")
+def lookup_command(
+    query: Annotated[str, typer.Argument(help="A question that may name documents: «ст. 182 ТК РК», «приказ 211».")],
+    home: HomeOption = Path("data"),
+    k_per_doc: Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")] = 5,
+    chroma_url: ChromaUrlOption = None,
+    embedder: EmbedderOption = "hash",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Resolve the identifiers in QUERY through the registry, fetch only their chunks, and print the hint.
+
+    Example: `zan lookup --json "ст. 182 ТК РК" --home ./data`
+    """
+    from lookup.route import Lookup
+
+    try:
+        result = Lookup.open(home, chroma_url, embedder).route(query, k_per_doc=k_per_doc)
+    except (LookupProblem, FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]zan lookup failed:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(result.as_dict(), ensure_ascii=False) + "\n")
+        return
+    sys.stdout.write(f"status: {result.status}\n{result.hint}\n")
+    for chunk in result.chunks:
+        preview = " ".join(chunk.text.split())[:100]
+        sys.stdout.write(f"  {chunk.score:6.3f}  {chunk.chunk_id:<32} {preview}\n")
+
+
+@app.command("eval")
+def eval_command(
+    golden: Annotated[Path, typer.Argument(help="Golden queries, JSON Lines (data/golden/golden.jsonl).")],
+    home: HomeOption = Path("data"),
+    k_per_doc: Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")] = 5,
+    chroma_url: ChromaUrlOption = None,
+    embedder: EmbedderOption = "hash",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
+) -> None:
+    """Score the lookup route against plain vector search: hit@1, hit@5, MRR per category, refusals.
+
+    Example: `zan eval data/golden/golden.jsonl --home ./data`
+    """
+    from lookup.evaluate import GoldenError, evaluate, format_report, read_golden
+    from lookup.route import Lookup
+
+    try:
+        report = evaluate(Lookup.open(home, chroma_url, embedder), read_golden(golden), k_per_doc)
+    except (GoldenError, LookupProblem, FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]zan eval failed:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n" if as_json else format_report(report))
 
 
 def _progress() -> Progress:

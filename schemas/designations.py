@@ -25,17 +25,55 @@ _API_KINDS = {
 }
 
 
+_YEAR_SUFFIXED = ("ГОСТ", "ГОСТ Р", "СТ РК", "СП РК")
+
+
+def _split_year(org: str, number: str) -> tuple[str, str | None]:
+    """``12.0.004-2015`` → (12.0.004, 2015); ГОСТ also writes two-digit years (``12.1.005-88`` → 1988)."""
+    m = re.fullmatch(r"(.+?)-(\d{4}|\d{2})" if org.startswith("ГОСТ") else r"(.+?)-(\d{4})", number)
+    if not m:
+        return number, None
+    year = m.group(2)
+    return m.group(1), year if len(year) == 4 else ("19" if int(year) > 30 else "20") + year
+
+
 @dataclass(frozen=True)
 class Designation:
-    org: str  # OSHA, API, NFPA, ISO, IOGP, EAEU, ГОСТ, СТ РК, СП РК
+    org: str  # OSHA, API, NFPA, ISO, IOGP, EAEU, ГОСТ, ГОСТ Р, СТ РК, СП РК
     section: str  # canonical: 1910.146, RP 75, 45001:2018, 423, 004/2011
     key: str  # equality key without edition year: 45001, RP 75
     jurisdiction: str
     span: tuple[int, int]
 
     @property
+    def match_key(self) -> tuple[str, str]:
+        """(org, number) compared by equality between a query and the registry; edition and kind excluded.
+
+        ``ГОСТ 12.0.004-2015`` → (ГОСТ, 12.0.004); ``СП РК 2.02-101-2014`` and ``2.02.101-2014`` → (СП РК,
+        2.02.101): national designations write ``.`` and ``-`` interchangeably between number groups.
+        """
+        if self.org in _YEAR_SUFFIXED:
+            return self.org, _split_year(self.org, self.section)[0].replace("-", ".")
+        if self.org == "API":
+            return self.org, self.key.split()[-1]
+        return self.org, self.key
+
+    @property
+    def qualifier(self) -> str | None:
+        """What narrows a match when both sides state it: the edition year (ISO, ГОСТ…) or the API kind."""
+        if self.org in _YEAR_SUFFIXED:
+            return _split_year(self.org, self.section)[1]
+        if self.org == "ISO":
+            return self.section.partition(":")[2] or None
+        if self.org == "API" and " " in self.key:
+            return self.key.split()[0]
+        return None
+
+    @property
     def doc_id(self) -> str:
-        prefix = {"EAEU": "tr-ts", "ГОСТ": "gost", "СТ РК": "st-rk", "СП РК": "sp-rk"}.get(self.org, self.org.lower())
+        prefix = {"EAEU": "tr-ts", "ГОСТ": "gost", "ГОСТ Р": "gost-r", "СТ РК": "st-rk", "СП РК": "sp-rk"}.get(
+            self.org, self.org.lower()
+        )
         return f"{prefix}-{slug(self.key.replace('/', '-'))}"
 
 
@@ -75,11 +113,13 @@ FAMILIES: tuple[Family, ...] = (
     _family(
         "ISO",
         "INTL",
-        r"(?:\bCT\s+PK\s+)?\bISO(?:/IEC)?\s+(?P<num>\d{3,5}(?:-\d+)?)(?::(?P<year>\d{4}))?",
+        r"(?:\bCT\s+PK\s+)?\bISO(?:/IEC)?\s+(?P<num>\d{3,5}(?:-\d{1,3}(?!\d))?)(?:[:-](?P<year>\d{4}))?(?!\d)",
         "ISO 45001",
         "ISO 45001:2018",
         "ISO/IEC 27001",
         "СТ РК ISO 45001",
+        "СТ РК ISO 45001-2019",
+        "ISO 13849-1:2015",
     ),
     _family(
         "API",
@@ -101,9 +141,19 @@ FAMILIES: tuple[Family, ...] = (
         "OGP Report No. 423",
         "IOGP 423-02",
     ),
-    _family("СТ РК", "KZ", r"\bCT\s+PK\s+(?P<num>\d+(?:\.\d+)*-\d{4})", "СТ РК 1.0-2015"),
-    _family("СП РК", "KZ", r"\bCП\s+PK\s+(?P<num>\d+(?:\.\d+)*-\d+-\d{4})", "СП РК 2.02-101-2014"),
-    _family("ГОСТ", "EAEU", r"\bГOCT\s+(?:P\s+)?(?P<num>\d+(?:\.\d+)*-\d{2,4})", "ГОСТ 12.0.004-2015"),
+    _family("СТ РК", "KZ", r"\bCT\s+PK\s+(?P<num>\d+(?:[.-]\d+)+)(?![\d.])", "СТ РК 1.0-2015", "СТ РК 1.10-2015"),
+    _family(
+        "СП РК", "KZ", r"\bCП\s+PK\s+(?P<num>\d+(?:[.-]\d+)+)(?![\d.])", "СП РК 2.02-101-2014", "СП РК 2.02.101-2014"
+    ),
+    _family("ГОСТ Р", "RU", r"\bГOCT\s+P\s+(?P<num>\d+(?:[.-]\d+)*)(?![\d.])", "ГОСТ Р 12.0.007-2009"),
+    _family(
+        "ГОСТ",
+        "EAEU",
+        r"\bГOCT\s+(?P<num>\d+(?:[.-]\d+)*)(?![\d.])",
+        "ГОСТ 12.0.004-2015",
+        "ГОСТ 12.1.005-88",
+        "ГОСТ 12.0.004",
+    ),
 )
 
 
@@ -120,11 +170,12 @@ def find_designations(text: str) -> list[Designation]:
             if any(m.start() < end and start < m.end() for start, end in taken):
                 continue
             taken.append(m.span())
-            found.append(_designation(family, m))
+            found.append(designation_from_match(family, m))
     return sorted(found, key=lambda d: d.span)
 
 
-def _designation(family: Family, m: re.Match[str]) -> Designation:
+def designation_from_match(family: Family, m: re.Match[str]) -> Designation:
+    """The typed designation for a match of ``family``'s pattern (shared with the query grammar)."""
     groups = m.groupdict()
     num = groups["num"].upper() if family.org in ("API", "NFPA") else groups["num"]
     if family.org == "EAEU":

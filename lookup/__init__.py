@@ -1,0 +1,1 @@
+"""The query side: identifiers in a question → registry matches → chunks fetched by filter → a hint."""

@@ -1,0 +1,155 @@
+"""Golden-set evaluation: hit@1, hit@5 and MRR per category, for the lookup route and for plain vector search.
+
+A golden row (JSON Lines) names the query, its category and what a right answer is::
+
+    {"id": "A01", "category": "A_direct_number", "query": "Приказ МТСЗН №211",
+     "doc_ids": ["v2400035612"], "articles": [], "expect_status": "exact"}
+
+A chunk is relevant when its doc_id is one of ``doc_ids`` and, when ``articles`` is given, it carries one of
+those article labels. Refusal rows (``expect_status": "not_found"``) have no relevant chunk: the lookup is
+right when it refuses and returns no chunks; plain vector search cannot refuse, so it scores 0 there.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lookup.fetch import Chunk
+from lookup.route import Lookup
+
+CUTOFFS = (1, 5)
+
+
+class GoldenError(ValueError):
+    """A golden file line that cannot be read; names the file, the line and the reason."""
+
+
+@dataclass(frozen=True)
+class GoldenRow:
+    id: str
+    category: str
+    query: str
+    doc_ids: tuple[str, ...]
+    articles: tuple[str, ...]
+    expect_status: str | None
+
+    def relevant(self, chunk: Chunk) -> bool:
+        if chunk.doc_id not in self.doc_ids:
+            return False
+        return not self.articles or bool(set(self.articles) & set(chunk.article_labels))
+
+
+def read_golden(path: Path) -> list[GoldenRow]:
+    rows = []
+    for number, line in enumerate(path.read_text("utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            rows.append(
+                GoldenRow(
+                    id=str(data["id"]),
+                    category=str(data["category"]),
+                    query=str(data["query"]),
+                    doc_ids=tuple(data.get("doc_ids") or ()),
+                    articles=tuple(str(a) for a in data.get("articles") or ()),
+                    expect_status=data.get("expect_status"),
+                )
+            )
+        except (json.JSONDecodeError, KeyError, TypeError) as exc:
+            raise GoldenError(f"{path}:{number}: {exc}") from exc
+    if not rows:
+        raise GoldenError(f"{path}: no golden rows")
+    return rows
+
+
+def rank_of_first_hit(row: GoldenRow, chunks: list[Chunk]) -> int | None:
+    return next((n for n, chunk in enumerate(chunks, 1) if row.relevant(chunk)), None)
+
+
+@dataclass
+class Tally:
+    """Counts for one route and category. Ranked rows (a relevant chunk exists) feed hit@k and MRR;
+    refusal rows feed ``refused`` (the share refused). A metric with no rows is None, not 0."""
+
+    n: int = 0
+    ranked: int = 0
+    hits: dict[int, int] = field(default_factory=lambda: dict.fromkeys(CUTOFFS, 0))
+    reciprocal: float = 0.0
+    refusals: int = 0
+    refused: int = 0
+
+    def add_ranked(self, rank: int | None) -> None:
+        self.n += 1
+        self.ranked += 1
+        for k in CUTOFFS:
+            self.hits[k] += int(rank is not None and rank <= k)
+        self.reciprocal += 1.0 / rank if rank else 0.0
+
+    def add_refusal(self, refused: bool) -> None:
+        self.n += 1
+        self.refusals += 1
+        self.refused += int(refused)
+
+    def as_dict(self) -> dict[str, Any]:
+        def share(count: float, total: int) -> float | None:
+            return round(count / total, 4) if total else None
+
+        out: dict[str, Any] = {"n": self.n}
+        out |= {f"hit@{k}": share(self.hits[k], self.ranked) for k in CUTOFFS}
+        return out | {"mrr": share(self.reciprocal, self.ranked), "refused": share(self.refused, self.refusals)}
+
+
+def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[str, Any]:
+    """Per category and overall, for ``lookup`` (the route) and ``vector`` (plain search, the "before")."""
+    tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally)}
+    failures = []
+    for row in rows:
+        routed = lookup.route(row.query, k_per_doc=k_per_doc)
+        plain = lookup.vector_search(row.query, k=max(CUTOFFS) * 2)
+        categories = (row.category, "ALL")
+        if row.expect_status == "not_found":
+            refused = routed.status == "not_found" and not routed.chunks
+            for category in categories:
+                tallies["lookup"][category].add_refusal(refused)
+                tallies["vector"][category].add_refusal(False)  # plain search always answers something
+            if not refused:
+                failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": None})
+            continue
+        rank, plain_rank = rank_of_first_hit(row, routed.chunks), rank_of_first_hit(row, plain)
+        for category in categories:
+            tallies["lookup"][category].add_ranked(rank)
+            tallies["vector"][category].add_ranked(plain_rank)
+        status_ok = row.expect_status in (None, routed.status)
+        if rank is None or rank > max(CUTOFFS) or not status_ok:
+            failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": rank})
+    return {
+        "rows": len(rows),
+        "lookup": {c: t.as_dict() for c, t in sorted(tallies["lookup"].items())},
+        "vector": {c: t.as_dict() for c, t in sorted(tallies["vector"].items())},
+        "failures": failures,
+    }
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """A plain-text table: one line per category, lookup beside vector-only."""
+    head = f"{'category':<18} {'n':>3}  {'lookup h@1':>10} {'h@5':>6} {'MRR':>6} {'refused':>7}  "
+    head += f"{'vector h@1':>10} {'h@5':>6} {'MRR':>6}"
+    lines = [head]
+    for category, got in report["lookup"].items():
+        base = report["vector"][category]
+        cells = [got["hit@1"], got["hit@5"], got["mrr"], got["refused"], base["hit@1"], base["hit@5"], base["mrr"]]
+        a, b, c, d, e, f, g = (_cell(v) for v in cells)
+        lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6}")
+    if report["failures"]:
+        lines.append(f"lookup misses: {len(report['failures'])}")
+        lines += [f"  {f['id']} {f['query']!r}: status {f['status']}, rank {f['rank']}" for f in report["failures"]]
+    return "\n".join(lines) + "\n"
+
+
+def _cell(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"

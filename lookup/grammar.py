@@ -1,0 +1,499 @@
+"""The query grammar: rows of data that carry their own examples (eyecite/reporters-db style).
+
+Each :class:`Row` is one spelling of one identifier family, a verbose regex built from the named parts
+below, and examples it must read; ``tests/test_lookup_grammar.py`` checks both directions. Adding a
+spelling is adding a row. Matches become typed :class:`Identifier` values whose ``canonical`` form is
+itself a spelling the grammar reads back to the same identifier (canonicalisation is idempotent).
+
+Canonicalisation is the registry side's (``schemas.identifiers``, ``schemas.designations``): dashes fold,
+Cyrillic look-alikes fold inside identifiers, and keys compare by equality, never by prefix.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from extractors.reference import CodeRef, codes, issuers
+from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
+from schemas.designations import FAMILIES, Designation, designation_from_match
+from schemas.identifiers import (
+    canonical_adilet_id,
+    canonical_article_label,
+    canonical_law_number,
+    canonical_order_number,
+    fold_dashes,
+    fold_lookalikes,
+    normalize_space,
+    order_key,
+)
+
+
+@dataclass(frozen=True)
+class Identifier:
+    """One identifier found in a query; ``span`` slices the original query text."""
+
+    kind: str  # adilet_id, law_number, code_article, article, order, registration, standard
+    raw: str
+    canonical: str
+    span: tuple[int, int]
+    adilet_id: str | None = None
+    code: str | None = None  # adilet id of a curated code, else "code:<stems>" for a code we do not know
+    code_name: str | None = None  # how the canonical form names the code (ТК РК)
+    article: str | None = None  # "156", "5-1"
+    paragraph: str | None = None  # "2" (п. 2 ст. 156), "(c)(2)" (29 CFR 1910.146(c)(2))
+    issuer: str | None = None  # short form (МТСЗН)
+    doc_type: str | None = None  # order, resolution, decree: named by the type word
+    number: str | None = None  # order key (ҚРДСМ-26), law number (414-V), registration number
+    date: dt.date | None = None
+    year: int | None = None
+    designation: Designation | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "raw": self.raw, "canonical": self.canonical, "span": list(self.span)}
+
+
+@dataclass(frozen=True)
+class Row:
+    """One spelling of one family: a pattern, the examples it must read, and how a match becomes a value."""
+
+    name: str
+    kind: str
+    pattern: re.Pattern[str]
+    examples: tuple[str, ...]
+    build: Callable[[re.Match[str]], Identifier | None]
+    folded: bool = False  # match on look-alike-folded text (identifiers spelled in Latin letters)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
+_UP = "A-ZА-ЯЁӘҒҚҢӨҰҮҺІ"
+NUM_SIGN = r"(?:№|(?<!\w)N(?=\s?\d)|(?<!\w)No\.?)"
+ART = r"(?P<art>\d{1,4}(?:-\d{1,3})?)(?![\d.,]\d|-?\d)"
+ART_WORD = r"\b(?:ст(?:ать[а-яё]*|\.)|Article|Art\.)"
+PARA_RU = r"(?:\b(?P<pw>пп\.|п(?:ункт[а-я]*|\.)|ч(?:аст[а-я]*|\.))\s*(?P<para>\d{1,3}(?:\.\d{1,3})?)\s*,?\s*)"
+BAP = r"\s*-?\s*(?:бап|баб)\w*"
+PARA_KZ = r"(?:\s+(?P<para2>\d{1,3})\s*-?\s*тармағ\w*)"
+DATE_NUM = r"\d{1,2}\.\d{1,2}\.\d{4}"
+DATE_RU = r"\d{1,2}\s+(?:" + "|".join(RU_MONTHS) + r")\s+\d{4}(?:\s*(?:года|г\.))?"
+DATE_KZ = r"\d{4}\s*жыл[ғг]ы\s+\d{1,2}\s+(?:" + "|".join(KZ_MONTHS) + r")\w*"
+
+
+def date_part(n: int) -> str:
+    """A date (or a year alone) in any spelling, as groups ``date<n>`` / ``year<n>``."""
+    year = rf"(?P<year{n}>\d{{4}})\s*(?:года|г\.|жыл\w*)"
+    return rf"(?:(?P<date{n}>{DATE_NUM}|{DATE_RU}|{DATE_KZ})|{year})"
+
+
+ORDER_NUM = (
+    rf"(?P<num>(?:[{_UP}]{{1,4}}\s+)?(?:[{_UP}]{{1,5}}\s*-\s*)?\d{{1,6}}(?:\s*/\s*\d{{1,4}})?"
+    r"(?:-[а-я]{1,2}\b)?)(?![\d.]\d)"
+)
+TYPE_RU = r"(?P<type>\b(?:[Пп]риказ|[Пп]остановлени|[Уу]каз|[Oo]rder|[Rr]esolution|[Dd]ecree)\w*)"
+TYPE_KZ = r"(?P<type>\b(?:бұйры[қғ]|қаулы|[Жж]арлы[қғ])\w*)"
+REGISTERED_RU = r"\b[Зз]арегистрирован\w*\s+(?:в\s+)?(?:Министерстве\s+юстиции|Минюсте|МЮ)[^№]{0,80}?"
+
+_TYPE_WORDS = {"приказ": "order", "order": "order", "бұйры": "order", "постановлени": "resolution"}
+_TYPE_WORDS |= {"resolution": "resolution", "қаулы": "resolution", "указ": "decree", "decree": "decree"}
+_TYPE_WORDS |= {"жарлы": "decree"}
+_TYPE_NAMES = {"order": "Приказ", "resolution": "Постановление", "decree": "Указ"}
+
+
+_ISSUER_HEAD = r"(?:Қазақстан\s+Республикасы\w*\s+)?"
+_ISSUER_TAIL = r"(?:\s+(?:Республики\s+Казахстан|РК))?(?:\s+м\.а\.)?"
+
+
+@functools.cache
+def _issuer_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Per issuer: its declined full names and its aliases (МТСЗН, Минтруда, Правительства РК)."""
+    out = []
+    for issuer in issuers():
+        full = [p.pattern + r"\w*(?:\s+населения)?" for p in issuer.patterns]
+        aliases = [_alias_regex(a) for a in sorted({issuer.short, *issuer.aliases}, key=len, reverse=True)]
+        out.append((issuer.short, re.compile("|".join([*full, *aliases]), re.IGNORECASE)))
+    return tuple(out)
+
+
+@functools.cache
+def _issuer_regex(group: str = "issuer") -> str:
+    names = "|".join(f"(?:{p.pattern})" for _, p in _issuer_patterns())
+    return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL})"
+
+
+def _stem(word: str) -> str:
+    """A declension-tolerant regex for one word of a code alias (Трудовой → Трудо\\w*, кодекс → коде\\w*)."""
+    if word.isupper() or len(word) <= 3:
+        return re.escape(word) + r"(?!\w)"
+    return re.escape(word[: max(4, len(word) - 3)]) + r"\w*"
+
+
+def _alias_regex(alias: str) -> str:
+    return r"\s+".join(_stem(w) for w in alias.split())
+
+
+@functools.cache
+def _code_regexes() -> tuple[tuple[CodeRef, re.Pattern[str]], ...]:
+    """Per curated code: one pattern over its aliases and titles, in every language, declined."""
+    rows = []
+    for code in codes():
+        spellings = sorted({*code.aliases, *code.titles.values()}, key=len, reverse=True)
+        rows.append((code, re.compile("|".join(_alias_regex(s) for s in spellings), re.IGNORECASE)))
+    return tuple(rows)
+
+
+@functools.cache
+def _code_regex() -> str:
+    """Any code: a curated alias or title (declined), or a generic «… кодекс …» we may not know."""
+    known = "|".join(f"(?:{p.pattern})" for _, p in _code_regexes())
+    generic = r"[А-ЯЁа-яё]+(?:ого|его|ый|ий|ой)\s+кодекс\w*|[Кк]одекс\w*\s+(?:о|об)\s+[а-яё]+"
+    head = r"(?:(?:ҚР|Қазақстан\s+Республикасы\w*)\s+)?"
+    tail = r"(?:\s+(?:РК|Республики\s+Казахстан|of\s+the\s+Republic\s+of\s+Kazakhstan))?"
+    return rf"(?P<code>{head}(?:{known}|{generic}){tail})"
+
+
+def code_of(text: str) -> tuple[str, str]:
+    """(code id, display alias) for a code spelling: a curated code's adilet id, or ``code:<stems>``."""
+    for code, pattern in _code_regexes():
+        if pattern.search(text):
+            return code.adilet_id, code.aliases[0]
+    return "code:" + code_key(text), normalize_space(text)
+
+
+def code_key(text: str) -> str:
+    """Declension-folded key of a code's name: «Кодекса о недрах» and «Кодекс о недрах» → «коде о недр»."""
+    filler = {"рк", "қр", "республики", "казахстан", "қазақстан", "республикасының", "of", "the", "republic"}
+    words = [w for w in re.findall(r"\w+", text.casefold()) if w not in filler]
+    return " ".join(w[: max(4, len(w) - 3)] if len(w) > 3 else w for w in words)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Builders: a match → an Identifier (or None when the match is not one after all).
+
+
+def _raw(m: re.Match[str]) -> tuple[str, tuple[int, int]]:
+    return m.string[m.start() : m.end()], m.span()
+
+
+def _adilet(m: re.Match[str]) -> Identifier:
+    raw, span = _raw(m)
+    value = canonical_adilet_id(m.group("id"))
+    return Identifier("adilet_id", raw, value, span, adilet_id=value)
+
+
+def _law(m: re.Match[str]) -> Identifier | None:
+    raw, span = _raw(m)
+    number = canonical_law_number(f"{m.group('num')}-{m.group('conv')}")
+    return Identifier("law_number", raw, number, span, number=number) if number else None
+
+
+def _article(m: re.Match[str]) -> Identifier:
+    raw, span = _raw(m)
+    groups = m.groupdict()
+    label = canonical_article_label(groups["art"])
+    para = groups.get("para") or groups.get("para2")
+    word = "ч." if (groups.get("pw") or "").startswith("ч") else "пп." if groups.get("pw") == "пп." else "п."
+    prefix = f"{word} {para} " if para else ""
+    para = f"{word} {para}" if para else None
+    if not groups.get("code"):
+        return Identifier("article", raw, f"{prefix}ст. {label}", span, article=label, paragraph=para)
+    code, alias = code_of(groups["code"])
+    canonical = f"{prefix}ст. {label} {alias}"
+    return Identifier("code_article", raw, canonical, span, code=code, code_name=alias, article=label, paragraph=para)
+
+
+def _order(m: re.Match[str]) -> Identifier | None:
+    raw, span = _raw(m)
+    groups = m.groupdict()
+    number = canonical_order_number(groups.get("num") or groups["bare"])  # «приказ 211»: a bare number
+    issuer_text = groups.get("issuer") or groups.get("issuer2")
+    issuer = find_issuer_short(issuer_text) if issuer_text else None
+    doc_type = _type_of(groups.get("type"))
+    date_text = groups.get("date1") or groups.get("date2")
+    year_text = groups.get("year1") or groups.get("year2")
+    date = parse_date(date_text.replace("жылгы", "жылғы")) if date_text else None
+    year = int(year_text) if year_text else (date.year if date else None)
+    parts = [_TYPE_NAMES.get(doc_type or ""), issuer, f"№ {number}"]
+    if date:
+        parts.append(f"от {date:%d.%m.%Y}")
+    elif year:
+        parts.append(f"{year} года")
+    canonical = " ".join(p for p in parts if p)
+    return Identifier(
+        "order", raw, canonical, span, issuer=issuer, doc_type=doc_type, number=order_key(number), date=date, year=year
+    )
+
+
+def _registration(m: re.Match[str]) -> Identifier:
+    raw, span = _raw(m)
+    number = m.group("num")
+    return Identifier("registration", raw, f"рег. № {number}", span, number=number)
+
+
+def _standard_builder(family_index: int) -> Callable[[re.Match[str]], Identifier]:
+    family = FAMILIES[family_index]
+
+    def build(m: re.Match[str]) -> Identifier:
+        designation = designation_from_match(family, m)
+        end = m.end()
+        para = re.match(r"(?:\s*\([a-z0-9]{1,4}\))+", m.string[end:]) if family.org == "OSHA" else None
+        if para:
+            end += para.end()
+        original = m.string[m.start() : end]
+        paragraph = re.sub(r"\s+", "", para.group()) if para else None
+        canonical = display_designation(designation) + (paragraph or "")
+        return Identifier(
+            "standard", original, canonical, (m.start(), end), paragraph=paragraph, designation=designation
+        )
+
+    return build
+
+
+def _bare_cfr(m: re.Match[str]) -> Identifier:
+    return _standard_builder(_family_index("OSHA"))(m)
+
+
+def _family_index(org: str) -> int:
+    return next(i for i, f in enumerate(FAMILIES) if f.org == org)
+
+
+def display_designation(d: Designation) -> str:
+    """The canonical spelling of a standard designation (reads back to the same designation)."""
+    if d.org == "EAEU":
+        return f"{'ТР ЕАЭС' if int(d.section[-4:]) >= 2015 else 'ТР ТС'} {d.section}"
+    if d.org == "OSHA":
+        return f"29 CFR {d.section}"
+    return f"{d.org} {d.section}"
+
+
+def find_issuer_short(text: str) -> str | None:
+    """The issuer's short form for a spelling: an alias (Минтруда) or a declined full name."""
+    text = normalize_space(text)
+    for short, pattern in _issuer_patterns():
+        if re.fullmatch(f"{_ISSUER_HEAD}(?:{pattern.pattern}){_ISSUER_TAIL}", text, re.IGNORECASE):
+            return short
+    return None
+
+
+def _type_of(word: str | None) -> str | None:
+    if not word:
+        return None
+    lowered = word.lower()
+    return next((kind for stem, kind in _TYPE_WORDS.items() if lowered.startswith(stem)), None)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The rows. Ties between overlapping matches go to the leftmost, then the longest, then the earlier row.
+
+
+def _row(name: str, kind: str, regex: str, build: Callable[[re.Match[str]], Identifier | None], *examples: str,
+         folded: bool = False, flags: int = 0) -> Row:  # fmt: skip
+    return Row(name, kind, re.compile(regex, flags), examples, build, folded)
+
+
+@functools.cache
+def rows() -> tuple[Row, ...]:
+    """The grammar, built once on first use (no import-time work)."""
+    code, issuer = _code_regex(), _issuer_regex()
+    date_sep = r"(?:\s*,?\s*(?:от|from|dated)?\s*)"
+    standard_rows = tuple(
+        Row(f"standard_{f.org}", "standard", f.pattern, f.examples, _standard_builder(i), folded=True)
+        for i, f in enumerate(FAMILIES)
+    )
+    return (
+        _row(
+            "adilet_id",
+            "adilet_id",
+            r"(?<![\w/])(?P<id>[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_))(?!\w)",  # always 11 characters
+            _adilet,
+            "V2300031934",
+            "K1500000414",
+            "K070000212_",
+            "V16UL003811",
+            "К1500000414",
+            "v2400035612",
+            folded=True,
+            flags=re.IGNORECASE,
+        ),
+        _row(
+            "law_number",
+            "law_number",
+            r"(?:(?:Закон\w*|Кодекс\w*)\s+(?:(?:РК|Республики\s+Казахстан)\s+)?)?"
+            rf"(?:{NUM_SIGN}\s*)?(?P<num>\d{{1,4}})\s*-\s*(?P<conv>[IVXІХ]{{1,5}})(?![\w])"
+            r"(?:\s*(?:ЗРК|ҚРЗ|(?:ҚР\s+)?Заң\w*|Закон\w*|Кодекс\w*))?",
+            _law,
+            "№ 414-V ЗРК",
+            "414-V",
+            "№ 226-V",
+            "№ 321-VІ",
+            "№ 386-VI ҚРЗ",
+            "№ 9-ІV Заңымен",
+            "№ 414-V Кодексімен",
+            "Закон № 188-V ЗРК",
+            "№ 252-III ҚР Заңын",
+        ),
+        _row(
+            "code_article_code_first",
+            "code_article",
+            rf"{code}\s*,?\s*(?:{ART_WORD}\s*)?{ART}(?:{BAP})?{PARA_KZ}?",
+            _article,
+            "ҚР ЕК 156",
+            "ТК РК ст. 182",
+            "ТК 182",
+            "Еңбек кодексінің 156-бабы",
+            "ҚР Еңбек кодексінің 182-бабы",
+            "Labour Code Article 156",
+            "Трудовой кодекс ст. 156",
+            "Еңбек кодексінің 156-бабының 2-тармағы",
+        ),
+        _row(
+            "code_article_ru",
+            "code_article",
+            rf"{PARA_RU}?{ART_WORD}\s*{ART}(?:\s+(?:of\s+(?:the\s+)?)?{code})?",
+            _article,
+            "ст. 156 ТК РК",
+            "статья 156 Трудового кодекса",
+            "п. 2 ст. 156 ТК РК",
+            "статьи 182 Трудового кодекса Республики Казахстан",
+            "ст. 5-1",
+            "ст.156 ТК",
+            "ч. 3 ст. 127-2 ТК РК",
+            "Article 156 of the Labour Code",
+            "Article 156",
+            "ст. 7 Кодекса о недрах",
+        ),
+        _row(
+            "code_article_kz",
+            "code_article",
+            rf"{ART}{BAP}{PARA_KZ}?(?:\s+{code})?",
+            _article,
+            "156-бабы",
+            "156-бап",
+            "5-1 бап",
+            "156-бабының 2-тармағы",
+        ),
+        _row("code_article_number_code", "code_article", rf"{ART}\s+{code}", _article, "182 ТК", "156 ТК РК"),
+        _row(
+            "registration_ru",
+            "registration",
+            rf"{REGISTERED_RU}{NUM_SIGN}\s*(?P<num>\d{{3,6}})(?!\d)",
+            _registration,
+            "Зарегистрирован в Министерстве юстиции Республики Казахстан 27 декабря 2024 года № 35612",
+            "зарегистрирован в Минюсте № 35612",
+        ),
+        _row(
+            "registration_kz",
+            "registration",
+            r"№\s*(?P<num>\d{3,6})\s+(?:болып\s+)?тіркел\w*",
+            _registration,
+            "№ 17480 болып тіркелді",
+            "№ 9947 тіркелді",
+        ),
+        _row(
+            "registration_short",
+            "registration",
+            r"(?:\b[Рр]ег(?:\.|истрационн\w*)\s*(?:№|номер\w*)?|\b[Rr]egistration\s+(?:No\.?|number))\s*(?P<num>\d{3,6})(?!\d)",
+            _registration,
+            "рег. № 35612",
+            "регистрационный номер 35612",
+            "registration No. 35612",
+        ),
+        _row(
+            "order_ru",
+            "order",
+            rf"{TYPE_RU}(?:\s+{issuer})?(?:{date_sep}{date_part(1)})?\s*(?:{NUM_SIGN}\s*{ORDER_NUM}|(?P<bare>\d{{1,6}})(?![\d.]))"
+            rf"(?:{date_sep}{date_part(2)})?(?:\s+{_issuer_regex('issuer2')})?",
+            _order,
+            "Приказ МТСЗН №211 от 25.12.2024",
+            "Приказ №211 МТСЗН",
+            "приказ 211",
+            "Приказ Министра труда и социальной защиты населения Республики Казахстан от 25 декабря 2024 года № 211",
+            "Приказ №999",
+            "приказ МЧС № 211 2021 года",
+            "Постановление Правительства РК № 1180",
+            "order No. 211",
+        ),
+        _row(
+            "order_kz",
+            "order",
+            rf"(?:{issuer}\s+)?(?:{date_part(1)}\s+)?{NUM_SIGN}\s*{ORDER_NUM}\s+{TYPE_KZ}",
+            _order,
+            "№ 211 бұйрығы",
+            "2024 жылғы 25 желтоқсандағы № 211 бұйрық",
+            "Қазақстан Республикасы Денсаулық сақтау министрінің 2020 жылғы 24 желтоқсандағы № ҚР ДСМ-322/2020 бұйрығы",
+            "№ 881 қаулысының",
+        ),
+        _row(
+            "order_number",
+            "order",
+            rf"(?:{issuer}\s+)?{NUM_SIGN}\s*{ORDER_NUM}(?:{date_sep}{date_part(2)})?",
+            _order,
+            "№ ҚР ДСМ-26",
+            "№ ҚР ДСМ -36",
+            "МТСЗН № 211",
+            "№211 от 25.12.2024",
+            "№ 7/71",
+        ),
+        *standard_rows,
+        _row(
+            "standard_OSHA_bare",
+            "standard",
+            r"(?<![\w.§/])(?P<num>19[0-2][0-9]\.\d{1,4})(?![\d.])",
+            _bare_cfr,
+            "1910.146",
+            "1926.1201",
+            folded=True,
+        ),
+    )
+
+
+# ---------------------------------------------------------------------------------------------------------
+
+
+def parse(query: str) -> list[Identifier]:
+    """Every identifier in ``query``, in order, non-overlapping; spans index the original text.
+
+    Folding dashes and look-alikes keeps the string's length, so spans found in folded text slice ``query``.
+    Articles named without a code take the code named next to them («ст. 156 и 158 ТК РК»).
+    """
+    dashed = fold_dashes(query)
+    folded = fold_lookalikes(dashed)
+    candidates: list[tuple[int, int, int, re.Match[str], Row]] = []
+    for order, row in enumerate(rows()):
+        for m in row.pattern.finditer(folded if row.folded else dashed):
+            if m.end() > m.start():
+                candidates.append((m.start(), -(m.end() - m.start()), order, m, row))
+    found: list[Identifier] = []
+    end = -1
+    for start, _, _, m, row in sorted(candidates, key=lambda c: c[:3]):
+        if start < end:
+            continue
+        ident = row.build(m)
+        if ident is not None:
+            found.append(_with_original(ident, query))
+            end = m.end() if ident.span[1] == m.end() else ident.span[1]
+    return _share_codes(found)
+
+
+def _with_original(ident: Identifier, query: str) -> Identifier:
+    """Raw text as the user typed it (the match ran on folded text)."""
+    return replace(ident, raw=query[ident.span[0] : ident.span[1]])
+
+
+def _share_codes(found: list[Identifier]) -> list[Identifier]:
+    coded = [i for i in found if i.kind == "code_article"]
+    if not coded:
+        return found
+    out = []
+    for ident in found:
+        if ident.kind == "article":
+            nearest = min(coded, key=lambda c: abs(c.span[0] - ident.span[0]))
+            canonical = f"{ident.canonical} {nearest.code_name}"
+            ident = replace(
+                ident, kind="code_article", code=nearest.code, code_name=nearest.code_name, canonical=canonical
+            )
+        out.append(ident)
+    return out

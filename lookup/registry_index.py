@@ -1,0 +1,230 @@
+"""The registry as hash indices: one dict lookup per identifier, equality of canonical keys, never prefixes.
+
+Loaded once from ``registry.parquet``. Each identifier kind has its own index (adilet id, law number, order
+number, registration number, code, article label, standards family); issuer, act type and date narrow a
+match after the O(1) lookup. Nothing found is an honest refusal, with the near misses named so the hint
+can say what the registry does hold.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from enrich.storage import read_parquet
+from lookup.errors import LookupProblem
+from lookup.grammar import Identifier, code_key, find_issuer_short
+from schemas.arrow import REGISTRY_SCHEMA
+from schemas.designations import find_designations
+from schemas.identifiers import canonical_adilet_id, order_key
+
+
+class RegistryMissing(LookupProblem):
+    """No published registry under the data directory."""
+
+
+@dataclass(frozen=True)
+class DocInfo:
+    """What the lookup and the hint need to know about one registry row."""
+
+    doc_id: str
+    doc_title: str
+    doc_type: str
+    adilet_id: str | None
+    issuer: str | None
+    order_number: str | None
+    law_zrk: str | None
+    date_approved: dt.date | None
+    registration_number: str | None
+    intl_org: str | None
+    intl_section: str | None
+    status: str
+    article_labels: frozenset[str]
+
+    @property
+    def ref(self) -> str:
+        """How the hint cites the document: its adilet id, else its doc_id."""
+        return self.adilet_id or self.doc_id
+
+
+@dataclass(frozen=True)
+class Match:
+    """The registry documents one identifier resolves to; ``articles`` narrows the chunks to fetch."""
+
+    identifier: Identifier
+    doc_ids: tuple[str, ...]
+    articles: tuple[str, ...] = ()
+    near: tuple[str, ...] = ()  # same number, but the issuer, date, edition or article stated differ
+    reason: str | None = None
+
+    @property
+    def status(self) -> str:
+        return "not_found" if not self.doc_ids else "exact" if len(self.doc_ids) == 1 else "ambiguous"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "identifier": self.identifier.canonical,
+            "raw": self.identifier.raw,
+            "kind": self.identifier.kind,
+            "status": self.status,
+            "doc_ids": list(self.doc_ids),
+            "articles": list(self.articles),
+            "near": list(self.near),
+            "reason": self.reason,
+        }
+
+
+def _index(pairs: Iterable[tuple[Any, str]]) -> dict[Any, tuple[str, ...]]:
+    out: dict[Any, list[str]] = defaultdict(list)
+    for key, doc_id in pairs:
+        if key and doc_id not in out[key]:
+            out[key].append(doc_id)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+@dataclass
+class RegistryIndex:
+    docs: dict[str, DocInfo]
+    by_adilet: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_law: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_order: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_registration: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_code_name: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_article: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    by_standard: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    qualifiers: dict[tuple[str, str], str] = field(default_factory=dict)  # (doc_id, org) → edition / API kind
+
+    @classmethod
+    def load(cls, home: Path) -> RegistryIndex:
+        """Read ``HOME/registry.parquet`` into indices."""
+        path = home / "registry.parquet"
+        if not path.exists():
+            raise RegistryMissing(f"{path}: no registry published yet (run `zan run --home {home}` first)")
+        return cls.from_rows(read_parquet(path, REGISTRY_SCHEMA, "registry").to_pylist())
+
+    @classmethod
+    def from_rows(cls, rows: list[dict[str, Any]]) -> RegistryIndex:
+        docs = {r["doc_id"]: _doc_info(r) for r in rows}
+        index = cls(docs)
+        index.by_adilet = _index((d.adilet_id, d.doc_id) for d in docs.values())
+        index.by_law = _index((d.law_zrk, d.doc_id) for d in docs.values())
+        index.by_order = _index((order_key(d.order_number), d.doc_id) for d in docs.values() if d.order_number)
+        index.by_registration = _index((d.registration_number, d.doc_id) for d in docs.values())
+        index.by_article = _index((a, d.doc_id) for d in docs.values() for a in d.article_labels)
+        code_rows = [r for r in rows if r["doc_type"] in ("code", "constitution")]
+        names = [(n, r["doc_id"]) for r in code_rows for n in (r["doc_title"], *(r["aliases"] or []))]
+        index.by_code_name = _index((code_key(n), doc_id) for n, doc_id in names)
+        standards = [(d, r["doc_id"]) for r in rows for d in _designations(r)]
+        index.by_standard = _index((d.match_key, doc_id) for d, doc_id in standards)
+        index.qualifiers = {(doc_id, d.org): q for d, doc_id in standards if (q := d.qualifier)}
+        return index
+
+    def resolve(self, identifiers: list[Identifier]) -> list[Match]:
+        """One match per identifier. An article named without its document binds to the documents the
+        query names otherwise («ст. 3 приказа № 211»), else to every document that has that article."""
+        matches = [self._one(i) for i in identifiers if i.kind != "article"]
+        named = tuple(dict.fromkeys(d for m in matches for d in m.doc_ids))
+        for ident in identifiers:
+            if ident.kind == "article":
+                matches.append(self._article(ident, named))
+        order = {id(i): n for n, i in enumerate(identifiers)}
+        return sorted(matches, key=lambda m: order[id(m.identifier)])
+
+    def _one(self, ident: Identifier) -> Match:
+        if ident.kind == "adilet_id":
+            return Match(ident, self.by_adilet.get(canonical_adilet_id(ident.adilet_id or ""), ()))
+        if ident.kind == "law_number":
+            return Match(ident, self.by_law.get(ident.number or "", ()))
+        if ident.kind == "registration":
+            return Match(ident, self.by_registration.get(ident.number or "", ()))
+        if ident.kind == "code_article":
+            return self._code_article(ident)
+        if ident.kind == "order":
+            return self._order(ident)
+        if ident.kind == "standard":
+            return self._standard(ident)
+        raise ValueError(f"unknown identifier kind {ident.kind!r}")
+
+    def _order(self, ident: Identifier) -> Match:
+        same_number = self.by_order.get(ident.number or "", ())
+        if not same_number and not (ident.issuer or ident.doc_type):
+            # an untyped «№ 35612» may be the Minjust registration number: still equality, never a guess
+            by_registration = self.by_registration.get(ident.number or "", ())
+            if by_registration:
+                return Match(ident, by_registration)
+        found = [d for d in same_number if self._order_agrees(self.docs[d], ident)]
+        near = tuple(d for d in same_number if d not in found)
+        reason = None if found else ("нет документа с этим номером" if not near else "номер есть, реквизиты другие")
+        return Match(ident, tuple(found), near=near, reason=reason)
+
+    @staticmethod
+    def _order_agrees(doc: DocInfo, ident: Identifier) -> bool:
+        if ident.issuer and doc.issuer != ident.issuer:
+            return False
+        if ident.doc_type and doc.doc_type != ident.doc_type:
+            return False
+        if ident.date and doc.date_approved != ident.date:
+            return False
+        return not (ident.year and (doc.date_approved is None or doc.date_approved.year != ident.year))
+
+    def _code_article(self, ident: Identifier) -> Match:
+        code = ident.code or ""
+        if code.startswith("code:"):
+            docs = self.by_code_name.get(code.removeprefix("code:"), ())
+        else:
+            docs = self.by_adilet.get(code, ())
+        if not docs:
+            return Match(ident, (), reason="кодекса нет в реестре")
+        having = tuple(d for d in docs if ident.article in self.docs[d].article_labels)
+        if not having:
+            return Match(ident, (), near=docs, reason=f"в документе нет статьи {ident.article}")
+        return Match(ident, having, articles=(ident.article or "",))
+
+    def _article(self, ident: Identifier, named: tuple[str, ...]) -> Match:
+        pool = named or self.by_article.get(ident.article or "", ())
+        having = tuple(d for d in pool if ident.article in self.docs[d].article_labels)
+        reason = None if having else f"статьи {ident.article} нет в названных документах"
+        near = tuple(d for d in pool if d not in having)
+        return Match(ident, having, articles=(ident.article or "",) if having else (), near=near, reason=reason)
+
+    def _standard(self, ident: Identifier) -> Match:
+        d = ident.designation
+        if d is None:
+            return Match(ident, ())
+        same = self.by_standard.get(d.match_key, ())
+        wanted = d.qualifier
+        found = tuple(x for x in same if not wanted or self.qualifiers.get((x, d.org)) in (None, wanted))
+        near = tuple(x for x in same if x not in found)
+        reason = None if found else ("другая редакция или вид" if near else "стандарта нет в реестре")
+        return Match(ident, found, near=near, reason=reason)
+
+
+def _doc_info(row: dict[str, Any]) -> DocInfo:
+    issuer = row["issuer"] or (find_issuer_short(row["issuer_full"]) if row["issuer_full"] else None)
+    return DocInfo(
+        doc_id=row["doc_id"],
+        doc_title=row["doc_title"],
+        doc_type=row["doc_type"],
+        adilet_id=canonical_adilet_id(row["adilet_id"]) if row["adilet_id"] else None,
+        issuer=issuer,
+        order_number=row["order_number"],
+        law_zrk=row["law_zrk"],
+        date_approved=row["date_approved"],
+        registration_number=row["registration_number"],
+        intl_org=row["intl_org"],
+        intl_section=row["intl_section"],
+        status=row["status"],
+        article_labels=frozenset(row["article_labels"] or []),
+    )
+
+
+def _designations(row: dict[str, Any]) -> list[Any]:
+    """Standard designations a registry row answers to: its aliases (``API RP 75``, ``29 CFR 1910.146``)."""
+    if not row["intl_org"]:
+        return []
+    found = [d for alias in row["aliases"] or [] for d in find_designations(alias)]
+    return [d for d in found if d.org == row["intl_org"]]

@@ -1,0 +1,120 @@
+"""One entry point for a question: identifiers → registry matches → filtered chunks → hint.
+
+A lookup is a partition ahead of ranking, not one more ranked signal: when the query names documents,
+only their chunks are candidates (and only the named articles' chunks, when it names articles); embedding
+similarity ranks inside that partition. A query with no identifier falls back to plain vector search. A
+number the registry does not hold is refused: no chunks are guessed for it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from enrich.embed import Embedder, make_embedder
+from enrich.index import COLLECTION, open_client
+from lookup.errors import LookupProblem
+from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
+from lookup.grammar import Identifier, parse
+from lookup.hint import hint
+from lookup.registry_index import Match, RegistryIndex
+
+STATUSES = ("exact", "ambiguous", "not_found", "no_identifier")
+
+
+@dataclass
+class RouteResult:
+    query: str
+    status: str
+    identifiers: list[Identifier]
+    matches: list[Match]
+    chunks: list[Chunk]
+    hint: str
+    doc_ids: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "status": self.status,
+            "identifiers": [i.as_dict() for i in self.identifiers],
+            "matches": [m.as_dict() for m in self.matches],
+            "doc_ids": self.doc_ids,
+            "chunks": [c.as_dict() for c in self.chunks],
+            "hint": self.hint,
+        }
+
+
+def overall_status(matches: list[Match]) -> str:
+    """``no_identifier`` without matches; else the worst of them: not_found > ambiguous > exact."""
+    if not matches:
+        return "no_identifier"
+    statuses = {m.status for m in matches}
+    return next(s for s in ("not_found", "ambiguous", "exact") if s in statuses)
+
+
+def fetch_plan(matches: list[Match]) -> dict[str, tuple[str, ...]]:
+    """doc_id → article labels to restrict to (empty: the whole document). A named article narrows its
+    document even when another identifier names the document as a whole («V2400035612 ст. 3»)."""
+    plan: dict[str, set[str]] = {}
+    for match in matches:
+        for doc_id in match.doc_ids:
+            plan.setdefault(doc_id, set()).update(a for a in match.articles if a)
+    return {d: tuple(sorted(a)) for d, a in plan.items()}
+
+
+class Lookup:
+    """The registry indices, the Chroma collection and the embedder, opened once for many queries."""
+
+    def __init__(self, registry: RegistryIndex, collection: Any, embedder: Embedder) -> None:
+        self.registry, self.collection, self.embedder = registry, collection, embedder
+
+    @classmethod
+    def open(cls, home: Path, chroma_url: str | None = None, embedder: str | Embedder = "hash") -> Lookup:
+        """Open the published registry and index under ``home`` (or the Chroma server at ``chroma_url``)."""
+        registry = RegistryIndex.load(home)
+        embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        client = open_client(home / "chroma", chroma_url)
+        try:
+            collection = client.get_collection(COLLECTION, embedding_function=None)
+        except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
+            raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}") from exc
+        built_by = (collection.metadata or {}).get("zan_embedder")
+        if built_by != embed.id:
+            raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embed.id!r}")
+        return cls(registry, collection, embed)
+
+    def fetch_chunks_by_doc_ids(
+        self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
+    ) -> list[Chunk]:
+        return fetch_chunks_by_doc_ids(
+            doc_ids, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder
+        )
+
+    def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
+        return vector_search(query, k, collection=self.collection, embedder=self.embedder)
+
+    def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
+        """Resolve, fetch, rank and explain one question."""
+        identifiers = parse(query)
+        if not identifiers:
+            chunks = self.vector_search(query, k)
+            return RouteResult(query, "no_identifier", [], [], chunks, hint([], self.registry.docs))
+        matches = self.registry.resolve(identifiers)
+        plan = fetch_plan(matches)
+        vector = self.embedder.embed([query])[0]
+        chunks: list[Chunk] = []
+        for articles in dict.fromkeys(plan.values()):
+            docs = [d for d, a in plan.items() if a == articles]
+            chunks += fetch_chunks_by_doc_ids(
+                docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
+                query_vector=vector,
+            )  # fmt: skip
+        chunks.sort(key=lambda c: (-c.score, c.chunk_id))
+        status = overall_status(matches)
+        return RouteResult(query, status, identifiers, matches, chunks, hint(matches, self.registry.docs), list(plan))
+
+
+def route(query: str, home: Path = Path("data"), chroma_url: str | None = None, k_per_doc: int = 5) -> RouteResult:
+    """Open the data under ``home`` and route one question (for many questions keep a :class:`Lookup`)."""
+    return Lookup.open(home, chroma_url).route(query, k_per_doc)
