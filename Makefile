@@ -25,7 +25,7 @@ test: setup  ## the test suite (the same command CI runs)
 lint: setup  ## ruff and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy extractors enrich schemas
+	$(UV) run mypy extractors enrich schemas lookup
 
 check: test lint
 

@@ -107,7 +107,7 @@ class Tally:
 def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[str, Any]:
     """Per category and overall, for ``lookup`` (the route) and ``vector`` (plain search, the "before")."""
     tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally)}
-    failures = []
+    failures: list[dict[str, Any]] = []
     for row in rows:
         routed = lookup.route(row.query, k_per_doc=k_per_doc)
         plain = lookup.vector_search(row.query, k=max(CUTOFFS) * 2)

@@ -98,8 +98,8 @@ class Lookup:
         """Resolve, fetch, rank and explain one question."""
         identifiers = parse(query)
         if not identifiers:
-            chunks = self.vector_search(query, k)
-            return RouteResult(query, "no_identifier", [], [], chunks, hint([], self.registry.docs))
+            nearest = self.vector_search(query, k)
+            return RouteResult(query, "no_identifier", [], [], nearest, hint([], self.registry.docs))
         matches = self.registry.resolve(identifiers)
         plan = fetch_plan(matches)
         vector = self.embedder.embed([query])[0]

@@ -172,7 +172,7 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
     assert empty.returncode == 1 and "nothing published" in empty.stderr
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["sql"]])
+@pytest.mark.parametrize("command", [[], ["run"], ["sql"], ["lookup"], ["eval"]])
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     done = _zan(*command, "--help")
     assert done.returncode == 0 and "Example" in done.stdout
