@@ -3,8 +3,10 @@ function and turns library errors into a clean message and exit code."""
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -12,9 +14,11 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from enrich.adopt import AdoptError, enrich_collection
 from enrich.embed import make_embedder
-from enrich.pipeline import DEFAULT_SAMPLE, RunError, run
+from enrich.pipeline import RunError, RunOptions, rollback, run
 from enrich.query import QueryError, run_sql
+from enrich.versions import VersionError, current_version, list_versions
 from lookup.errors import LookupProblem
 
 app = typer.Typer(
@@ -30,58 +34,167 @@ HomeOption = Annotated[
 ]
 
 
+ChromaUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--chroma-url", help="Chroma server URL; default: embedded Chroma under HOME/chroma.", envvar="ZAN_CHROMA_URL"
+    ),
+]
+EmbedderOption = Annotated[
+    str,
+    typer.Option(
+        "--embedder", help="The embedder the index was built with (`hash` or `st:/path`).", envvar="ZAN_EMBEDDER"
+    ),
+]
+
+
 @app.command("run")
 def run_command(
     source: Annotated[
         list[Path] | None,
-        typer.Option("--source", help="Source folder or file; repeatable. Default: the bundled corpus data/sample."),
+        typer.Option(
+            "--source",
+            help="Source folder or file; repeatable. Scopes the run to the documents there (others untouched). "
+            "Default: the sources the published version recorded (the bundled data/sample the first time).",
+        ),
+    ] = None,
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Rebuild only this doc_id (repeatable); others untouched.")
+    ] = None,
+    since: Annotated[
+        dt.datetime | None,
+        typer.Option("--since", formats=["%Y-%m-%d"], help="Only source files modified on or after DATE."),
     ] = None,
     home: HomeOption = Path("data"),
-    chroma_url: Annotated[
-        str | None,
-        typer.Option(
-            "--chroma-url",
-            help="Chroma server URL (`chroma run`); default: embedded Chroma under HOME/chroma.",
-            envvar="ZAN_CHROMA_URL",
-        ),
-    ] = None,
-    embedder: Annotated[
-        str,
-        typer.Option(
-            "--embedder",
-            help="`hash` (offline default) or `st:/path/to/local/model` (e.g. bge-m3).",
-            envvar="ZAN_EMBEDDER",
-        ),
-    ] = "hash",
-    as_json: Annotated[bool, typer.Option("--json", help="Print the run summary as JSON on the last line.")] = False,
+    chroma_url: ChromaUrlOption = None,
+    embedder: EmbedderOption = "hash",
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would change; write nothing.")] = False,
+    force_reembed: Annotated[
+        bool, typer.Option("--force-reembed", help="Embed the scope's texts again even if stored.")
+    ] = False,
+    allow_shrink: Annotated[
+        bool, typer.Option("--allow-shrink", help="Publish even if the run deletes more than --max-shrink.")
+    ] = False,
+    max_shrink: Annotated[
+        float,
+        typer.Option("--max-shrink", min=0.0, max=1.0, help="Largest share of docs or chunks a run may delete."),
+    ] = 0.10,
+    keep: Annotated[int, typer.Option("--keep", min=1, help="Published versions to keep for rollback.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON on the last line.")] = False,
 ) -> None:
-    """Extract documents, build the registry, enrich chunks and index them in Chroma.
+    """Extract, build the registry, enrich chunks and index what changed; publish a new version.
 
     Example: `zan run --source ../shared/corpus/adilet --source ../shared/corpus/zan --home /tmp/x --json`
     """
-    sources = source or [DEFAULT_SAMPLE]
+    sources = list(source or [])
+    options = RunOptions(
+        only=tuple(only or ()),
+        since=since.date() if since else None,
+        dry_run=dry_run,
+        force_reembed=force_reembed,
+        allow_shrink=allow_shrink,
+        max_shrink=max_shrink,
+        keep_versions=keep,
+    )
     try:
         with _progress() as bar:
-            tasks: dict[str, TaskID] = {}
-
-            def report(stage: str, done: int, total: int) -> None:
-                if stage not in tasks:
-                    tasks[stage] = bar.add_task(stage, total=total)
-                bar.update(tasks[stage], completed=done, total=total)
-
-            info = run(sources, home, chroma_url=chroma_url, embedder=make_embedder(embedder), progress=report)
-    except (RunError, FileNotFoundError, ValueError) as exc:
+            info = run(sources, home, chroma_url, make_embedder(embedder), _reporter(bar), options)
+    except (RunError, VersionError, FileNotFoundError, ValueError) as exc:
         err.print(f"[red]zan run failed:[/red] {exc}")
         raise typer.Exit(1) from exc
     summary = info.as_dict()
     if as_json:
         sys.stdout.write(json.dumps(summary, ensure_ascii=False) + "\n")
         return
+    verb = "would change" if dry_run else f"published {info.version}:"
     err.print(
-        f"[green]done[/green] {info.documents} documents, {info.chunks} chunks, {info.indexed} indexed, "
-        f"{info.rejected} rejected → {home}"
+        f"[green]{verb}[/green] {info.added} added, {info.text_changed} text changed, "
+        f"{info.metadata_changed} metadata changed, {info.unchanged} unchanged, {info.deleted} deleted; "
+        f"{info.embedded} embedded, {info.rejected} rejected → {home}"
     )
     err.print(f'query it: zan sql "SELECT doc_id, doc_type, law_zrk FROM registry" --home {home}')
+
+
+@app.command("versions")
+def versions_command(
+    home: HomeOption = Path("data"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print a JSON array.")] = False,
+) -> None:
+    """List the kept published versions, oldest first; the current one is marked.
+
+    Example: `zan versions --home ./data`
+    """
+    current = current_version(home)
+    rows = [{**m.as_dict(), "current": m.version == current} for m in list_versions(home)]
+    if as_json:
+        sys.stdout.write(json.dumps(rows, ensure_ascii=False) + "\n")
+        return
+    for row in rows:
+        mark = "*" if row["current"] else " "
+        sys.stdout.write(
+            f"{mark} {row['version']}  {row['created']}  {row['documents']:>6} docs  {row['chunks']:>8} chunks  "
+            f"run {row['run_id']}\n"
+        )
+
+
+@app.command("rollback")
+def rollback_command(
+    version: Annotated[str | None, typer.Argument(help="Version to republish (default: the one before).")] = None,
+    home: HomeOption = Path("data"),
+    chroma_url: ChromaUrlOption = None,
+    embedder: EmbedderOption = "hash",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on the last line.")] = False,
+) -> None:
+    """Republish an earlier kept version: registry, chunks and index together, with no re-embedding.
+
+    Example: `zan rollback v000003 --home ./data`
+    """
+    try:
+        info = rollback(home, version, chroma_url, make_embedder(embedder))
+    except (RunError, VersionError, FileNotFoundError, ValueError) as exc:
+        err.print(f"[red]zan rollback failed:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(info.as_dict(), ensure_ascii=False) + "\n")
+        return
+    err.print(f"[green]published {info.version}[/green]: {info.vector_writes} vector writes, {info.deleted} deleted")
+
+
+@app.command("enrich-collection")
+def enrich_collection_command(
+    collection: Annotated[str, typer.Option("--collection", help="Name of the Chroma collection to enrich.")],
+    home: HomeOption = Path("data"),
+    chroma_url: ChromaUrlOption = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count what would be updated; write nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Add the registry's identifier fields to a collection indexed by another tool (metadata-only updates).
+
+    Example: `zan enrich-collection --collection lumi_docs --chroma-url http://127.0.0.1:8000 --home ./data`
+    """
+    try:
+        info = enrich_collection(home, collection, chroma_url, dry_run)
+    except AdoptError as exc:
+        err.print(f"[red]zan enrich-collection failed:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    if as_json:
+        sys.stdout.write(json.dumps(info.as_dict(), ensure_ascii=False) + "\n")
+        return
+    err.print(
+        f"{info.records} records: {info.matched} matched ({info.updated} updated, {info.unchanged} already "
+        f"enriched), {info.unmatched} unmatched {info.unmatched_sources[:3]}"
+    )
+
+
+def _reporter(bar: Progress) -> Callable[[str, int, int], None]:
+    tasks: dict[str, TaskID] = {}
+
+    def report(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total)
+        bar.update(tasks[stage], completed=done, total=total)
+
+    return report
 
 
 @app.command("sql")
@@ -100,20 +213,6 @@ def sql_command(
         err.print(f"[red]zan sql failed:[/red] {exc}")
         raise typer.Exit(1) from exc
     sys.stdout.write(output)
-
-
-ChromaUrlOption = Annotated[
-    str | None,
-    typer.Option(
-        "--chroma-url", help="Chroma server URL; default: embedded Chroma under HOME/chroma.", envvar="ZAN_CHROMA_URL"
-    ),
-]
-EmbedderOption = Annotated[
-    str,
-    typer.Option(
-        "--embedder", help="The embedder the index was built with (`hash` or `st:/path`).", envvar="ZAN_EMBEDDER"
-    ),
-]
 
 
 @app.command("lookup")

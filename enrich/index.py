@@ -2,19 +2,21 @@
 
 Vectors are always passed explicitly (Chroma's default embedding function downloads a model). Metadata
 follows Chroma's rules measured in DESIGN.md: no None values, no empty lists, lists capped in length,
-dates as ISO strings. After a run the collection holds exactly the run's chunk ids.
+dates as ISO strings. Writes are diffs (``enrich.diff``): vectors only for new or changed text, metadata-only
+``update`` for changed metadata (measured ~5× faster than an upsert, vectors untouched), nothing for
+unchanged chunks. After a run the collection holds exactly the published chunk ids.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+import hashlib
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
-
-import pyarrow as pa
 
 from enrich.chunking import LIST_CAP
 from enrich.embed import Embedder
@@ -42,14 +44,9 @@ METADATA_FIELDS = (
     "path",
     "section_label",
     "text_hash",
+    "meta_hash",
 )
-
-
-@dataclass(frozen=True)
-class IndexResult:
-    indexed: int
-    deleted: int
-    collection: str
+HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f not in ("text_hash", "meta_hash"))
 
 
 def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) -> Any:
@@ -68,7 +65,7 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
     return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
 
 
-def chunk_metadata(row: dict[str, Any]) -> dict[str, Any]:
+def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
     """Chroma metadata for one enriched chunk row: empty values dropped, lists capped, dates as text."""
     meta: dict[str, Any] = {}
     for name in METADATA_FIELDS:
@@ -81,6 +78,36 @@ def chunk_metadata(row: dict[str, Any]) -> dict[str, Any]:
             continue
         meta[name] = value
     return meta
+
+
+def meta_hash(row: Mapping[str, Any]) -> str:
+    """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write."""
+    meta = chunk_metadata({k: row.get(k) for k in HASHED_FIELDS})
+    payload = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def index_state(collection: Any) -> dict[str, tuple[str | None, str | None]]:
+    """What the collection holds now: chunk_id → (text_hash, meta_hash), read page by page."""
+    state: dict[str, tuple[str | None, str | None]] = {}
+    offset = 0
+    while True:
+        page = collection.get(include=["metadatas"], limit=BATCH * 10, offset=offset)
+        for chunk_id, meta in zip(page["ids"], page["metadatas"], strict=True):
+            meta = meta or {}
+            state[chunk_id] = (meta.get("text_hash"), meta.get("meta_hash"))
+        if len(page["ids"]) < BATCH * 10:
+            return state
+        offset += len(page["ids"])
+
+
+def collection_embedder(client: Any, name: str = COLLECTION) -> str | None:
+    """The embedder id a collection was built with, or None when there is no such collection (no writes)."""
+    try:
+        collection = client.get_collection(name, embedding_function=None)
+    except Exception:  # chromadb raises NotFoundError or ValueError depending on the version
+        return None
+    return str((collection.metadata or {}).get("zan_embedder"))
 
 
 def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> Any:
@@ -96,41 +123,51 @@ def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> A
     return collection
 
 
-def write_index(
-    enriched: pa.Table,
-    client: Any,
-    embedder: Embedder,
-    collection_name: str = COLLECTION,
+@dataclass(frozen=True)
+class WriteResult:
+    vector_writes: int
+    metadata_writes: int
+
+
+def write_changes(
+    collection: Any,
+    rows: Mapping[str, Mapping[str, Any]],
+    upserts: list[str],
+    updates: list[str],
+    vectors: Mapping[str, Any],
     progress: Callable[[int], None] | None = None,
-) -> IndexResult:
-    """Upsert every chunk (vectors + metadata + text) and delete ids that are no longer chunks."""
-    collection = get_collection(client, embedder, collection_name)
-    wanted = set(enriched.column("chunk_id").to_pylist())
-    for batch in _batches(enriched.to_pylist(), BATCH):
-        texts = [row["text"] for row in batch]
+    after_batch: Callable[[], None] | None = None,
+) -> WriteResult:
+    """Upsert ``upserts`` (vector looked up by the row's text hash) and metadata-update ``updates``."""
+    for ids in _batches(upserts, BATCH):
         collection.upsert(
-            ids=[row["chunk_id"] for row in batch],
-            embeddings=embedder.embed(texts),
-            documents=texts,
-            metadatas=[chunk_metadata(row) for row in batch],
+            ids=ids,
+            embeddings=[vectors[rows[i]["text_hash"]] for i in ids],
+            documents=[rows[i]["text"] for i in ids],
+            metadatas=[chunk_metadata(rows[i]) for i in ids],
         )
         if progress:
-            progress(len(batch))
-    stale = [i for i in _all_ids(collection) if i not in wanted]
-    for ids in _batches(stale, BATCH):
-        collection.delete(ids=ids)
-    return IndexResult(indexed=collection.count(), deleted=len(stale), collection=collection_name)
+            progress(len(ids))
+        if after_batch:
+            after_batch()
+    for ids in _batches(updates, BATCH):
+        collection.update(ids=ids, metadatas=[_update_metadata(rows[i]) for i in ids])
+        if progress:
+            progress(len(ids))
+    return WriteResult(vector_writes=len(upserts), metadata_writes=len(updates))
 
 
-def _all_ids(collection: Any) -> list[str]:
-    ids: list[str] = []
-    offset = 0
-    while True:
-        page = collection.get(include=[], limit=BATCH * 10, offset=offset)["ids"]
-        ids += page
-        if len(page) < BATCH * 10:
-            return ids
-        offset += len(page)
+def _update_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Metadata for ``update``: a field that became empty is sent as None, which deletes the key (an
+    omitted key would keep its stale value)."""
+    meta = chunk_metadata(row)
+    return {name: meta.get(name) for name in METADATA_FIELDS}
+
+
+def delete_ids(collection: Any, ids: list[str]) -> int:
+    for batch in _batches(ids, BATCH):
+        collection.delete(ids=batch)
+    return len(ids)
 
 
 def _batches(items: list[Any], size: int) -> Iterable[list[Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pyarrow as pa
 
+from enrich.index import meta_hash
 from enrich.query import create_parquet_view
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK, conform
 
@@ -35,4 +36,6 @@ def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
         orphans = con.sql(
             "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
         ).to_arrow_table()
+    hashes = pa.array([meta_hash(row) for row in enriched.to_pylist()], pa.string())
+    enriched = enriched.append_column("meta_hash", hashes)
     return JoinResult(conform(enriched, ENRICHED_CHUNK_SCHEMA, "enriched_chunks"), orphans)

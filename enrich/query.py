@@ -1,4 +1,4 @@
-"""``zan sql``: DuckDB over the published parquet files, exposed as views."""
+"""``zan sql``: DuckDB over the published version's parquet files (and the run reports), as views."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+
+from enrich.versions import published_file
 
 VIEWS = {
     "registry": "registry.parquet",
@@ -30,14 +32,19 @@ def create_parquet_view(con: duckdb.DuckDBPyConnection, view: str, path: Path) -
 
 
 def connect(home: Path) -> duckdb.DuckDBPyConnection:
-    """An in-memory DuckDB connection with one view per published file."""
+    """An in-memory DuckDB connection with one view per file of the *current* version, plus ``runs``
+    (one row per run report: counts per change class, version, status, seconds…)."""
     con = duckdb.connect()
     found = 0
     for view, name in VIEWS.items():
-        path = home / name
+        path = published_file(home, name)
         if path.exists():
             create_parquet_view(con, view, path)
             found += 1
+    reports = home / "runs"
+    if reports.is_dir() and any(reports.glob("*.json")):
+        pattern = str(reports / "*.json").replace("'", "''")
+        con.execute(f"CREATE VIEW runs AS SELECT * FROM read_json_auto('{pattern}', union_by_name = true)")
     if not found:
         con.close()
         raise QueryError(f"nothing published under {home}: run `zan run --home {home}` first")

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from enrich.storage import read_parquet
+from enrich.versions import published_file
 from lookup.errors import LookupProblem
 from lookup.grammar import Identifier, code_key, find_issuer_short
 from schemas.arrow import REGISTRY_SCHEMA
@@ -101,7 +102,7 @@ class RegistryIndex:
     @classmethod
     def load(cls, home: Path) -> RegistryIndex:
         """Read ``HOME/registry.parquet`` into indices."""
-        path = home / "registry.parquet"
+        path = published_file(home, "registry.parquet")
         if not path.exists():
             raise RegistryMissing(f"{path}: no registry published yet (run `zan run --home {home}` first)")
         return cls.from_rows(read_parquet(path, REGISTRY_SCHEMA, "registry").to_pylist())

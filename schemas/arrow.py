@@ -69,7 +69,12 @@ _REGISTRY_ON_CHUNK = [
     "intl_org",
     "intl_section",
 ]
-ENRICHED_CHUNK_SCHEMA = pa.schema(list(CHUNK_SCHEMA) + [REGISTRY_SCHEMA.field(name) for name in _REGISTRY_ON_CHUNK])
+ENRICHED_CHUNK_SCHEMA = pa.schema(
+    list(CHUNK_SCHEMA)
+    + [REGISTRY_SCHEMA.field(name) for name in _REGISTRY_ON_CHUNK]
+    # hash of the metadata the chunk carries in the index: a change means a metadata-only update
+    + [pa.field("meta_hash", pa.string(), nullable=False)]
+)
 REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
 
 REJECT_SCHEMA = pa.schema(

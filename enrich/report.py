@@ -1,0 +1,166 @@
+"""The run report: JSON for tools (and the ``runs`` view), a small static HTML page for people.
+
+Written to ``HOME/runs/<run_id>.json`` and ``.html`` by every run (failed, refused and dry runs too), and
+into the version's folder when the run publishes one. Contents: counts per change class, per document type
+and per source folder; identifier-field coverage (share of chunks with each field filled) per document
+type; documents added, removed and changed against the previous version; rejects with reasons; seconds per
+stage; texts sent to the embedder.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from enrich.diff import CLASSES, ChunkDiff
+from enrich.versions import now_iso, write_text_atomic
+from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
+
+if TYPE_CHECKING:
+    from enrich.pipeline import Published, RunInfo
+
+COVERAGE_FIELDS = tuple(f for f in REGISTRY_FIELDS_ON_CHUNK if f not in ("doc_title", "doc_type")) + (
+    "code_articles",
+    "article_labels",
+)
+
+
+def build_report(
+    info: RunInfo,
+    diff: ChunkDiff,
+    enriched: pa.Table,
+    registry: pa.Table,
+    previous: Published | None,
+    rejects: pa.Table,
+    started: str,
+) -> dict[str, Any]:
+    classes = diff.class_of()
+    columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"]).to_pydict()
+    by_type: dict[str, Counter[str]] = defaultdict(Counter)
+    by_source: dict[str, Counter[str]] = defaultdict(Counter)
+    for chunk_id, doc_type, source in zip(
+        columns["chunk_id"], columns["doc_type"], columns["source_file"], strict=True
+    ):
+        by_type[doc_type or "unknown"][classes.get(chunk_id, "unchanged")] += 1
+        by_source[str(Path(source).parent)][classes.get(chunk_id, "unchanged")] += 1
+    if previous is not None and diff.deleted:
+        old = previous.enriched.select(["chunk_id", "doc_type", "source_file"]).to_pydict()
+        gone = set(diff.deleted)
+        for chunk_id, doc_type, source in zip(old["chunk_id"], old["doc_type"], old["source_file"], strict=True):
+            if chunk_id in gone:
+                by_type[doc_type or "unknown"]["deleted"] += 1
+                by_source[str(Path(source).parent)]["deleted"] += 1
+    return {
+        **info.as_dict(),
+        "started": started,
+        "finished": now_iso(),
+        "previous_version": previous.version if previous else None,
+        "classes": diff.counts(),
+        "by_doc_type": {k: _ordered(v) for k, v in sorted(by_type.items())},
+        "by_source": {k: _ordered(v) for k, v in sorted(by_source.items())},
+        "coverage": coverage(enriched),
+        "documents_diff": documents_diff(registry, previous, diff, columns),
+        "rejects": rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist(),
+    }
+
+
+def _ordered(counter: Counter[str]) -> dict[str, int]:
+    return {name: counter.get(name, 0) for name in CLASSES}
+
+
+def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
+    """Per doc type: the share of chunks whose identifier field is filled (lists: non-empty)."""
+    data = enriched.select(["doc_type", *COVERAGE_FIELDS]).to_pydict()
+    totals: Counter[str] = Counter(t or "unknown" for t in data["doc_type"])
+    filled: dict[str, Counter[str]] = defaultdict(Counter)
+    for n, doc_type in enumerate(data["doc_type"]):
+        for name in COVERAGE_FIELDS:
+            if data[name][n] not in (None, "", []):
+                filled[doc_type or "unknown"][name] += 1
+    return {t: {f: round(filled[t][f] / totals[t], 4) for f in COVERAGE_FIELDS} for t in sorted(totals)}
+
+
+def documents_diff(
+    registry: pa.Table, previous: Published | None, diff: ChunkDiff, columns: dict[str, list[Any]]
+) -> dict[str, list[str]]:
+    now = {r["doc_id"]: r for r in registry.to_pylist()}
+    before = {r["doc_id"]: r for r in previous.registry.to_pylist()} if previous else {}
+    doc_of = dict(zip(columns["chunk_id"], columns["doc_id"], strict=True))
+    touched = {doc_of[c] for c in diff.added + diff.text_changed + diff.metadata_changed if c in doc_of}
+    if previous is not None:
+        old = dict(zip(*(previous.enriched.column(c).to_pylist() for c in ("chunk_id", "doc_id")), strict=True))
+        touched |= {old[c] for c in diff.deleted if c in old}
+    touched |= {d for d in now if d in before and now[d] != before[d]}
+    return {
+        "added": sorted(set(now) - set(before)),
+        "removed": sorted(set(before) - set(now)),
+        "changed": sorted(d for d in touched if d in now and d in before),
+    }
+
+
+def write_report(home: Path, report: dict[str, Any], version_dir: Path | None = None) -> Path:
+    """``runs/<run_id>.json`` + ``.html`` (and a copy in the version folder). Returns the JSON path."""
+    text = json.dumps(report, ensure_ascii=False, indent=1, default=str)
+    page = render_html(report)
+    path = home / "runs" / f"{report['run_id']}.json"
+    write_text_atomic(path, text)
+    write_text_atomic(path.with_suffix(".html"), page)
+    if version_dir is not None:
+        write_text_atomic(version_dir / "report.json", text)
+        write_text_atomic(version_dir / "report.html", page)
+    return path
+
+
+def render_html(report: dict[str, Any]) -> str:
+    """A self-contained page: summary, classes per type and source, coverage, documents, rejects, timings."""
+    esc = html.escape
+    summary = [
+        ("status", report.get("status")),
+        ("version", report.get("version")),
+        ("previous version", report.get("previous_version")),
+        ("scope", report.get("scope")),
+        ("documents", report.get("documents")),
+        ("chunks", report.get("chunks")),
+        ("texts embedded", report.get("embedded")),
+        ("vector writes", report.get("vector_writes")),
+        ("metadata-only writes", report.get("metadata_writes")),
+        ("rejected", report.get("rejected")),
+        ("error", report.get("error")),
+    ]
+    parts = [
+        "<!doctype html><meta charset='utf-8'>",
+        f"<title>zan run {esc(str(report.get('run_id')))}</title>",
+        "<style>body{font:14px system-ui;margin:2em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}th:first-child,td:first-child{text-align:left}"
+        ".bad{color:#b00}</style>",
+        f"<h1>zan run {esc(str(report.get('run_id')))}</h1>",
+        _table(["", ""], [[k, "" if v is None else v] for k, v in summary]),
+        "<h2>Chunks by change class</h2>",
+        _table(list(CLASSES), [[report.get("classes", {}).get(c, 0) for c in CLASSES]]),
+    ]
+    for title, key in (("By document type", "by_doc_type"), ("By source folder", "by_source")):
+        rows = [[name, *(counts.get(c, 0) for c in CLASSES)] for name, counts in report.get(key, {}).items()]
+        parts += [f"<h2>{title}</h2>", _table(["", *CLASSES], rows)]
+    coverage_rows = [[t, *(f"{v:.0%}" for v in fields.values())] for t, fields in report.get("coverage", {}).items()]
+    parts += ["<h2>Identifier coverage (share of chunks with the field)</h2>",
+              _table(["doc type", *COVERAGE_FIELDS], coverage_rows)]  # fmt: skip
+    docs = report.get("documents_diff", {})
+    parts += ["<h2>Documents vs the previous version</h2>",
+              _table(["", "documents"], [[k, ", ".join(v) or "–"] for k, v in docs.items()])]  # fmt: skip
+    rejects = [[r["stage"], r["source_file"] or "", r["doc_id"] or "", r["reason"]] for r in report.get("rejects", [])]
+    parts += ["<h2 class='bad'>Rejects</h2>" if rejects else "<h2>Rejects</h2>",
+              _table(["stage", "file", "doc_id", "reason"], rejects)]  # fmt: skip
+    parts += ["<h2>Seconds per stage</h2>", _table(["stage", "s"], list(report.get("seconds", {}).items()))]
+    return "\n".join(parts) + "\n"
+
+
+def _table(head: list[str], rows: list[list[Any]]) -> str:
+    esc = html.escape
+    out = ["<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in head) + "</tr>"]
+    out += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows]
+    return "".join(out) + "</table>"
