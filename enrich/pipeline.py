@@ -246,11 +246,9 @@ def _run(
         )
         _check_shrink(previous, registry, diff, options)
     _count(info, registry, enriched, rejects_table, diff)
-    if (
-        previous is not None
-        and not options.dry_run
-        and _same_version(previous, registry, enriched, rejects_table, diff)
-    ):
+    same = previous is not None and _same_tables(previous, registry, enriched, rejects_table)
+    writes = bool(diff.to_embed or diff.metadata_changed or diff.deleted)
+    if previous is not None and same and not writes and not options.dry_run:
         info.status, info.version, info.indexed = "unchanged", previous.version, previous.enriched.num_rows
         info.outputs = {p.stem: str(p) for p in sorted((versions_dir(home) / previous.version).glob("*.parquet"))}
         write_report(home, build_report(info, diff, enriched, registry, previous, rejects_table, started))
@@ -260,8 +258,7 @@ def _run(
     if options.dry_run:
         store = VectorStore(home, embedder.id)
         info.embedded = len(texts) if options.force_reembed else len(set(texts) - set(store.get(list(texts))))
-        info.status = "dry_run"
-        write_report(home, build_report(info, diff, enriched, registry, previous, rejects_table, started))
+        info.status = "dry_run"  # writes nothing, not even a report: the caller prints the counts
         return
     with _timed(info, "embed"):
         store = VectorStore(home, embedder.id)
@@ -281,22 +278,25 @@ def _run(
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     failpoint("publish")
     with _timed(info, "publish"):
-        manifest = Manifest(
-            version=next_version(home),
-            run_id=info.run_id,
-            created=now_iso(),
-            documents=registry.num_rows,
-            chunks=enriched.num_rows,
-            embedder=embedder.id,
-            sources=[str(p) for p in scope.roots],
-            parent=previous.version if previous else None,
-        )
-        info.version = manifest.version
-        info.status = "published"
-        report = build_report(info, diff, enriched, registry, previous, rejects_table, started)
-        write_report(home, report, staging)
-        folder = seal(home, staging, manifest)
-        set_current(home, manifest.version)
+        if same and previous is not None:  # the index was repaired (an interrupted run): same version stays
+            folder, info.version, info.status = versions_dir(home) / previous.version, previous.version, "repaired"
+            report = build_report(info, diff, enriched, registry, previous, rejects_table, started)
+        else:
+            manifest = Manifest(
+                version=next_version(home),
+                run_id=info.run_id,
+                created=now_iso(),
+                documents=registry.num_rows,
+                chunks=enriched.num_rows,
+                embedder=embedder.id,
+                sources=[str(p) for p in scope.roots],
+                parent=previous.version if previous else None,
+            )
+            info.version, info.status = manifest.version, "published"
+            report = build_report(info, diff, enriched, registry, previous, rejects_table, started)
+            write_report(home, report, staging)
+            folder = seal(home, staging, manifest)
+            set_current(home, manifest.version)
         info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
     failpoint("delete")
     with _timed(info, "cleanup"):
@@ -312,7 +312,10 @@ def _plan_scope(sources: list[Path], options: RunOptions, previous: Published | 
     recorded = [Path(s) for s in previous.manifest.sources] if previous else []
     roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
     if previous is None and not options.only:
-        return Scope("full", source_files(roots), roots, set())
+        files = source_files(roots)
+        if not files:
+            raise RunError(f"no source files under {', '.join(map(str, roots))}")
+        return Scope("full", files, roots, set())
     if options.only:
         if previous is None:
             raise RunError("--only needs a published version to take the documents' source files from")
@@ -324,6 +327,8 @@ def _plan_scope(sources: list[Path], options: RunOptions, previous: Published | 
         return Scope("only", files, recorded, set(options.only))
     assert previous is not None
     files = source_files(roots)
+    if not files:  # a source that yields nothing is an error, never "delete everything it had"
+        raise RunError(f"no source files under {', '.join(map(str, roots))}")
     kind = "source" if sources else "full"
     if options.since:
         since = options.since
@@ -455,12 +460,8 @@ class _Client:
         return self._client
 
 
-def _same_version(
-    previous: Published, registry: pa.Table, enriched: pa.Table, rejects: pa.Table, diff: ChunkDiff
-) -> bool:
-    """Nothing to publish: no chunk to write or delete and the same registry, chunks and rejects."""
-    if diff.to_embed or diff.metadata_changed or diff.deleted:
-        return False
+def _same_tables(previous: Published, registry: pa.Table, enriched: pa.Table, rejects: pa.Table) -> bool:
+    """The run rebuilt exactly the published version (its rejects compared without their run ids)."""
     drop = [c for c in ("run_id",) if c in rejects.column_names]
     same = registry.equals(previous.registry) and enriched.equals(previous.enriched)
     return bool(same and rejects.drop_columns(drop).equals(previous.rejects.drop_columns(drop)))
@@ -515,7 +516,9 @@ def _reject(
 
 
 def _run_id() -> str:
-    return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+    """Sortable by start time (milliseconds), unique by its random tail."""
+    now = dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%S}{now.microsecond // 1000:03d}Z-{uuid.uuid4().hex[:6]}"
 
 
 class _timed:

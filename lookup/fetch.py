@@ -8,7 +8,7 @@ does a ``get`` (by doc, and by article label when the query names one) and ranks
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,15 +57,21 @@ def fetch_chunks_by_doc_ids(
     collection: Any,
     embedder: Embedder,
     query_vector: np.ndarray | None = None,
+    published: Mapping[str, str] | None = None,
 ) -> list[Chunk]:
     """The ``k_per_doc`` chunks of each document most similar to ``query``, best first overall.
 
     Candidates come from ``collection.get`` filtered by doc (and article labels); they are ranked by
-    cosine similarity to the query embedding locally. No document outside ``doc_ids`` can appear.
+    cosine similarity to the query embedding locally. No document outside ``doc_ids`` can appear. With
+    ``published`` (chunk_id → text_hash of the current version) a record a run is still writing, or has
+    not yet deleted, is left out: readers see the published version only.
     """
     if not doc_ids:
         return []
-    got = collection.get(where=doc_filter(doc_ids, articles), include=["embeddings", "documents", "metadatas"])
+    got = _published_only(
+        collection.get(where=doc_filter(doc_ids, articles), include=["embeddings", "documents", "metadatas"]),
+        published,
+    )
     if not got["ids"]:
         return []
     vector = embedder.embed([query])[0] if query_vector is None else query_vector
@@ -84,18 +90,32 @@ def fetch_chunks_by_doc_ids(
     return best
 
 
-def vector_search(query: str, k: int, *, collection: Any, embedder: Embedder) -> list[Chunk]:
+def vector_search(
+    query: str, k: int, *, collection: Any, embedder: Embedder, published: Mapping[str, str] | None = None
+) -> list[Chunk]:
     """Plain nearest-neighbour search over the whole collection: the fallback, and the eval's baseline."""
     vector = embedder.embed([query])[0]
     got = collection.query(
-        query_embeddings=[vector.tolist()], n_results=k, include=["documents", "metadatas", "distances"]
+        query_embeddings=[vector.tolist()], n_results=k * 2, include=["documents", "metadatas", "distances"]
     )
-    return [
+    found = [
         _chunk(chunk_id, meta, text, 1.0 - float(distance))
         for chunk_id, meta, text, distance in zip(
             got["ids"][0], got["metadatas"][0], got["documents"][0], got["distances"][0], strict=True
         )
+        if published is None or published.get(chunk_id) == (meta or {}).get("text_hash")
     ]
+    return found[:k]
+
+
+def _published_only(got: dict[str, Any], published: Mapping[str, str] | None) -> dict[str, Any]:
+    if published is None:
+        return got
+    keep = [n for n, (i, m) in enumerate(zip(got["ids"], got["metadatas"], strict=True))
+            if published.get(i) == (m or {}).get("text_hash")]  # fmt: skip
+    if len(keep) == len(got["ids"]):
+        return got
+    return {key: [got[key][n] for n in keep] for key in ("ids", "embeddings", "documents", "metadatas")}
 
 
 def _cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:

@@ -12,8 +12,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pyarrow.parquet as pq
+
 from enrich.embed import Embedder, make_embedder
 from enrich.index import COLLECTION, open_client
+from enrich.versions import published_dir, published_file
 from lookup.errors import LookupProblem
 from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
 from lookup.grammar import Identifier, parse
@@ -66,8 +69,11 @@ def fetch_plan(matches: list[Match]) -> dict[str, tuple[str, ...]]:
 class Lookup:
     """The registry indices, the Chroma collection and the embedder, opened once for many queries."""
 
-    def __init__(self, registry: RegistryIndex, collection: Any, embedder: Embedder) -> None:
+    def __init__(
+        self, registry: RegistryIndex, collection: Any, embedder: Embedder, published: dict[str, str] | None = None
+    ) -> None:
         self.registry, self.collection, self.embedder = registry, collection, embedder
+        self.published = published
 
     @classmethod
     def open(cls, home: Path, chroma_url: str | None = None, embedder: str | Embedder = "hash") -> Lookup:
@@ -82,17 +88,18 @@ class Lookup:
         built_by = (collection.metadata or {}).get("zan_embedder")
         if built_by != embed.id:
             raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embed.id!r}")
-        return cls(registry, collection, embed)
+        return cls(registry, collection, embed, published_chunks(home))
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
     ) -> list[Chunk]:
         return fetch_chunks_by_doc_ids(
-            doc_ids, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder
-        )
+            doc_ids, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
+            published=self.published,
+        )  # fmt: skip
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
-        return vector_search(query, k, collection=self.collection, embedder=self.embedder)
+        return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=self.published)
 
     def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
         """Resolve, fetch, rank and explain one question."""
@@ -108,11 +115,20 @@ class Lookup:
             docs = [d for d, a in plan.items() if a == articles]
             chunks += fetch_chunks_by_doc_ids(
                 docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-                query_vector=vector,
+                query_vector=vector, published=self.published,
             )  # fmt: skip
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
         status = overall_status(matches)
         return RouteResult(query, status, identifiers, matches, chunks, hint(matches, self.registry.docs), list(plan))
+
+
+def published_chunks(home: Path) -> dict[str, str] | None:
+    """chunk_id → text_hash of the published version (None for data written before versions existed)."""
+    path = published_file(home, "enriched_chunks.parquet")
+    if published_dir(home) is None or not path.exists():
+        return None
+    table = pq.read_table(path, columns=["chunk_id", "text_hash"])
+    return dict(zip(table.column("chunk_id").to_pylist(), table.column("text_hash").to_pylist(), strict=True))
 
 
 def route(query: str, home: Path = Path("data"), chroma_url: str | None = None, k_per_doc: int = 5) -> RouteResult:

@@ -15,8 +15,9 @@ import pytest
 
 from enrich.embed import HashingEmbedder
 from enrich.index import COLLECTION, open_client
-from enrich.pipeline import RunError, run
+from enrich.pipeline import RunError, RunOptions, run
 from enrich.query import connect
+from enrich.versions import published_dir, published_file
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
 from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
 
@@ -29,8 +30,8 @@ def _sql(home: Path, query: str) -> list[tuple]:  # type: ignore[type-arg]
 def test_sample_run_builds_registry_chunks_and_index(sample_run) -> None:  # type: ignore[no-untyped-def]
     info, home = sample_run
     assert info.documents == 15 and info.chunks == info.indexed > 50
-    assert pq.read_schema(home / "registry.parquet").names == REGISTRY_SCHEMA.names
-    assert pq.read_schema(home / "enriched_chunks.parquet").names == ENRICHED_CHUNK_SCHEMA.names
+    assert pq.read_schema(published_file(home, "registry.parquet")).names == REGISTRY_SCHEMA.names
+    assert pq.read_schema(published_file(home, "enriched_chunks.parquet")).names == ENRICHED_CHUNK_SCHEMA.names
     orders = _sql(home, "SELECT issuer FROM registry WHERE order_number = '211' ORDER BY issuer")
     assert orders == [("МТСЗН",), ("МЧС",), ("МЭ",)]
     assert _sql(home, "SELECT count(*) FROM chunks c ANTI JOIN registry r USING (doc_id)") == [(0,)]
@@ -85,7 +86,9 @@ def test_bad_files_become_rejects_and_the_run_goes_on(tmp_path: Path) -> None:
 def test_a_failed_run_leaves_published_files_intact(tmp_path: Path) -> None:
     home = tmp_path / "home"
     first = run([SAMPLE / "standards"], home)
-    before = {p.name: p.read_bytes() for p in home.glob("*.parquet")}
+    folder = published_dir(home)
+    assert folder is not None
+    before = {p.name: p.read_bytes() for p in folder.glob("*.parquet")}
     empty = tmp_path / "empty"
     empty.mkdir()
     with pytest.raises(RunError, match="no source files"):
@@ -93,15 +96,22 @@ def test_a_failed_run_leaves_published_files_intact(tmp_path: Path) -> None:
     (empty / "junk.json").write_text("[]", "utf-8")
     with pytest.raises(RunError, match="no documents .*junk.json: a zan.gov.kz record must be a JSON object"):
         run([empty], home)
-    assert {p.name: p.read_bytes() for p in home.glob("*.parquet")} == before
-    assert not list((home / ".staging").iterdir())
+    assert published_dir(home) == folder
+    assert {p.name: p.read_bytes() for p in folder.glob("*.parquet")} == before
+    assert not list((home / "versions").glob(".tmp-*"))
     assert open_client(home / "chroma").get_collection(COLLECTION).count() == first.chunks
+    statuses = _sql(home, "SELECT status, count(*) FROM runs GROUP BY status ORDER BY status")
+    assert statuses == [("failed", 2), ("published", 1)]
 
 
 def test_rerun_with_fewer_documents_removes_their_vectors(tmp_path: Path) -> None:
-    home = tmp_path / "home"
-    run([SAMPLE / "standards"], home)
-    second = run([SAMPLE / "standards" / "api"], home)
+    home, source = tmp_path / "home", tmp_path / "standards"
+    shutil.copytree(SAMPLE / "standards", source)
+    run([source], home)
+    for path in source.iterdir():
+        if path.name != "api":
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
+    second = run([source], home, options=RunOptions(allow_shrink=True))
     collection = open_client(home / "chroma").get_collection(COLLECTION)
     assert collection.count() == second.chunks and second.deleted > 0
     assert {m["doc_id"] for m in collection.get(include=["metadatas"])["metadatas"]} == {"api-rp-75"}
@@ -172,7 +182,9 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
     assert empty.returncode == 1 and "nothing published" in empty.stderr
 
 
-@pytest.mark.parametrize("command", [[], ["run"], ["sql"], ["lookup"], ["eval"]])
+@pytest.mark.parametrize(
+    "command", [[], ["run"], ["sql"], ["lookup"], ["eval"], ["versions"], ["rollback"], ["enrich-collection"]]
+)
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     done = _zan(*command, "--help")
     assert done.returncode == 0 and "Example" in done.stdout

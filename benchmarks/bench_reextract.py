@@ -1,0 +1,95 @@
+"""Re-extract benchmark on a generated corpus (default 400 laws × 50 articles = 20 000 chunks), as ratios.
+
+Prints: full build time, unchanged re-run time, metadata-only re-run time (every document's status flips,
+so every chunk gets a metadata-only update and nothing is embedded), and their ratios to the full build.
+Goal from the issue: unchanged re-run ≤ 3% of the full build.
+
+Usage: ``uv run python benchmarks/bench_reextract.py [--docs 400] [--articles 50]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+
+from sample_adilet import adilet_page  # noqa: E402
+
+from enrich.pipeline import run  # noqa: E402
+
+WORDS = [
+    "работодатель",
+    "обязан",
+    "обеспечить",
+    "безопасные",
+    "условия",
+    "труда",
+    "работников",
+    "средства",
+    "индивидуальной",
+    "защиты",
+    "инструктаж",
+    "проверка",
+    "знаний",
+    "охрана",
+    "труда",
+    "производственный",
+    "контроль",
+    "опасный",
+    "объект",
+    "расследование",
+]
+
+
+def article_text(doc: int, article: int) -> str:
+    words = [WORDS[(doc * 7 + article * 13 + k * 5) % len(WORDS)] for k in range(80)]
+    return f"{article}. " + " ".join(words).capitalize() + "."
+
+
+def write_corpus(folder: Path, docs: int, articles: int) -> None:
+    for d in range(docs):
+        adilet_id = f"Z{26:02d}{d + 1:08d}"
+        blocks: list[tuple[str, str]] = []
+        for a in range(1, articles + 1):
+            blocks += [("art", f"Статья {a}. Положение {a} закона {d + 1}"), ("p", article_text(d, a))]
+        page = adilet_page(adilet_id, "rus", f"О безопасности труда {d + 1}", "Действующий",
+                           f"Закон Республики Казахстан от 1 марта 2026 года № {d + 1}-VIII ЗРК.", blocks)  # fmt: skip
+        (folder / f"{adilet_id}.html").write_text(page, "utf-8")
+
+
+def timed(label: str, source: list[Path] | None, home: Path) -> float:
+    start = time.perf_counter()
+    info = run(source, home)
+    seconds = time.perf_counter() - start
+    print(
+        f"{label:<24} {seconds:7.1f} s  chunks {info.chunks:>6}  added {info.added:>6}  metadata_changed "
+        f"{info.metadata_changed:>6}  unchanged {info.unchanged:>6}  embedded {info.embedded:>6}  "
+        f"vector_writes {info.vector_writes:>6}  status {info.status}"
+    )
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=400)
+    parser.add_argument("--articles", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        corpus, home = Path(tmp) / "corpus", Path(tmp) / "home"
+        corpus.mkdir()
+        write_corpus(corpus, args.docs, args.articles)
+        full = timed("full build", [corpus], home)
+        unchanged = timed("unchanged re-run", None, home)
+        for page in corpus.glob("*.html"):
+            page.write_text(page.read_text("utf-8").replace("Действующий", "Утративший силу"), "utf-8")
+        metadata = timed("metadata-only re-run", None, home)
+    print(f"unchanged re-run / full build     = {unchanged / full:6.1%}  (goal ≤ 3%)")
+    print(f"metadata-only re-run / full build = {metadata / full:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
