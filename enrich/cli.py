@@ -15,8 +15,9 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
 from enrich.adopt import AdoptError, enrich_collection
+from enrich.build import RunError
 from enrich.embed import make_embedder
-from enrich.pipeline import RunError, RunOptions, rollback, run
+from enrich.pipeline import RunOptions, rollback, run
 from enrich.query import QueryError, run_sql
 from enrich.versions import VersionError, current_version, list_versions
 from lookup.errors import LookupProblem

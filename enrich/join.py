@@ -25,17 +25,29 @@ class JoinResult:
 
 def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
     """Chunks with the registry's identifier fields, validated against ``ENRICHED_CHUNK_SCHEMA``."""
-    chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
-    reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
     with duckdb.connect() as con:
         create_parquet_view(con, "chunks", chunks_path)
         create_parquet_view(con, "registry", registry_path)
-        enriched = con.sql(
-            f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id) ORDER BY c.chunk_id"
-        ).to_arrow_table()
-        orphans = con.sql(
-            "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
-        ).to_arrow_table()
+        return _join(con)
+
+
+def enrich_tables(registry: pa.Table, chunks: pa.Table) -> JoinResult:
+    """The same join over in-memory Arrow tables (a run joins only the documents it rebuilt)."""
+    with duckdb.connect() as con:
+        con.register("chunks", chunks)
+        con.register("registry", registry)
+        return _join(con)
+
+
+def _join(con: duckdb.DuckDBPyConnection) -> JoinResult:
+    chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
+    reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
+    enriched = con.sql(
+        f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id) ORDER BY c.chunk_id"
+    ).to_arrow_table()
+    orphans = con.sql(
+        "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
+    ).to_arrow_table()
     hashes = pa.array([meta_hash(row) for row in enriched.to_pylist()], pa.string())
     enriched = enriched.append_column("meta_hash", hashes)
     return JoinResult(conform(enriched, ENRICHED_CHUNK_SCHEMA, "enriched_chunks"), orphans)

@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from enrich.chunking import chunk_document
+from enrich.build import RunError as RunError  # re-exported: callers catch it from here
+from enrich.build import Scope, build, carry_rejects, plan_scope
 from enrich.diff import ChunkDiff, classify
 from enrich.embed import Embedder, HashingEmbedder
 from enrich.failpoints import failpoint
@@ -38,10 +38,8 @@ from enrich.index import (
     open_client,
     write_changes,
 )
-from enrich.join import enrich_chunks
-from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
 from enrich.report import build_report, write_report
-from enrich.storage import read_parquet, table_from_rows, write_parquet_atomic
+from enrich.storage import read_parquet, write_parquet_atomic
 from enrich.vectors import VectorStore, vectors_for
 from enrich.versions import (
     KEEP_VERSIONS,
@@ -59,17 +57,11 @@ from enrich.versions import (
     set_current,
     staging_dir,
     versions_dir,
+    write_manifest,
 )
-from extractors.discover import extract_file, source_files
-from extractors.model import Document
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 
-DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 DIRTY = "index.dirty"
-
-
-class RunError(RuntimeError):
-    """The run cannot publish (no source, no document, nothing in scope); nothing published was touched."""
 
 
 class ShrinkRefused(RunError):
@@ -152,20 +144,24 @@ class Published:
         )
 
     def doc_files(self) -> dict[str, list[str]]:
-        ids, files = self.registry.column("doc_id").to_pylist(), self.registry.column("source_files").to_pylist()
-        return {d: list(f or []) for d, f in zip(ids, files, strict=True)}
+        """doc_id → the source files it was built from."""
+        if not hasattr(self, "_doc_files"):
+            ids, files = self.registry.column("doc_id").to_pylist(), self.registry.column("source_files").to_pylist()
+            self._doc_files = {d: list(f or []) for d, f in zip(ids, files, strict=True)}
+        return self._doc_files
 
+    def file_owners(self) -> dict[str, set[str]]:
+        """source file → the doc_ids built from it."""
+        if not hasattr(self, "_owners"):
+            owners: dict[str, set[str]] = {}
+            for doc_id, files in self.doc_files().items():
+                for f in files:
+                    owners.setdefault(f, set()).add(doc_id)
+            self._owners = owners
+        return self._owners
 
-@dataclass
-class Scope:
-    kind: str  # full, source, only, since
-    files: list[Path]
-    roots: list[Path]  # the sources the new version records
-    touched: set[str]  # published doc_ids whose files are in scope (rebuilt, or deleted when gone)
-
-    @property
-    def is_full(self) -> bool:
-        return self.kind == "full"
+    def registry_rows(self) -> dict[str, dict[str, Any]]:
+        return {r["doc_id"]: r for r in self.registry.to_pylist()}
 
 
 def run(
@@ -205,44 +201,20 @@ def _run(
 ) -> None:
     started = now_iso()
     previous = Published.load(home)
-    rejects: list[dict[str, Any]] = []
     with _timed(info, "extract"):
-        scope = _plan_scope(sources, options, previous)
+        scope = plan_scope(sources, options.only, options.since, previous)
         info.scope = scope.kind
         failpoint("extract")
-        documents = _extract(scope, info, rejects, progress)
-    with _timed(info, "registry"):
-        registry, chunks = _registry_and_chunks(documents, info, rejects)
-        if options.only:
-            registry, chunks = (_only(t, set(options.only)) for t in (registry, chunks))
-        built = set(registry.column("doc_id").to_pylist())
-        registry, chunks = _merge(previous, registry, chunks, None if scope.is_full else scope.touched | built)
-        staging = staging_dir(home, info.run_id)
-        write_parquet_atomic(registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
-        write_parquet_atomic(chunks, staging / "chunks.parquet", CHUNK_SCHEMA, "chunks")
-    with _timed(info, "enrich"):
-        joined = enrich_chunks(staging / "registry.parquet", staging / "chunks.parquet")
-        rejects += [
-            _reject(
-                info,
-                "enrich",
-                r["source_file"],
-                r["doc_id"],
-                f"doc_id {r['doc_id']!r} is not in the registry",
-                r["chunk_id"],
-            )  # fmt: skip
-            for r in joined.orphans.to_pylist()
-        ]
-        enriched = joined.enriched
-        write_parquet_atomic(enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
-        rejects_table = _carry_rejects(previous, rejects, scope)
-        write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
+        built = build(scope, previous, info.run_id, options.only, progress)
+        info.files = built.extracted_files
+    registry, chunks, enriched = built.registry, built.chunks, built.enriched
+    rejects_table = carry_rejects(previous, built, scope)
     with _timed(info, "diff"):
         client = _Client(home, chroma_url)
         diff = classify(
             _index_before(home, previous, client, embedder),
             _state(enriched),
-            _in_scope_chunks(enriched, scope, built) if options.force_reembed else (),
+            _in_scope_chunks(enriched, scope, built.rebuilt) if options.force_reembed else (),
         )
         _check_shrink(previous, registry, diff, options)
     _count(info, registry, enriched, rejects_table, diff)
@@ -250,7 +222,12 @@ def _run(
     writes = bool(diff.to_embed or diff.metadata_changed or diff.deleted)
     if previous is not None and same and not writes and not options.dry_run:
         info.status, info.version, info.indexed = "unchanged", previous.version, previous.enriched.num_rows
-        info.outputs = {p.stem: str(p) for p in sorted((versions_dir(home) / previous.version).glob("*.parquet"))}
+        folder = versions_dir(home) / previous.version
+        info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
+        keys = _live_keys(built.file_keys, registry, rejects_table)
+        if keys != previous.manifest.file_keys:  # same content read by new code: remember, don't re-read again
+            previous.manifest.file_keys = keys
+            write_manifest(folder, previous.manifest)
         write_report(home, build_report(info, diff, enriched, registry, previous, rejects_table, started))
         return
     rows = {row["chunk_id"]: row for row in enriched.to_pylist()} if diff.to_embed or diff.metadata_changed else {}
@@ -260,6 +237,12 @@ def _run(
         info.embedded = len(texts) if options.force_reembed else len(set(texts) - set(store.get(list(texts))))
         info.status = "dry_run"  # writes nothing, not even a report: the caller prints the counts
         return
+    with _timed(info, "stage"):
+        staging = staging_dir(home, info.run_id)
+        write_parquet_atomic(registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
+        write_parquet_atomic(chunks, staging / "chunks.parquet", CHUNK_SCHEMA, "chunks")
+        write_parquet_atomic(enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
+        write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
     with _timed(info, "embed"):
         store = VectorStore(home, embedder.id)
         vectors, info.embedded = vectors_for(texts, store, embedder, info.run_id, force=options.force_reembed)
@@ -291,6 +274,7 @@ def _run(
                 embedder=embedder.id,
                 sources=[str(p) for p in scope.roots],
                 parent=previous.version if previous else None,
+                file_keys=_live_keys(built.file_keys, registry, rejects_table),
             )
             info.version, info.status = manifest.version, "published"
             report = build_report(info, diff, enriched, registry, previous, rejects_table, started)
@@ -307,126 +291,11 @@ def _run(
     write_report(home, {**report, **info.as_dict(), "finished": now_iso()}, folder)
 
 
-def _plan_scope(sources: list[Path], options: RunOptions, previous: Published | None) -> Scope:
-    """Which files to read, and which published documents they concern."""
-    recorded = [Path(s) for s in previous.manifest.sources] if previous else []
-    roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
-    if previous is None and not options.only:
-        files = source_files(roots)
-        if not files:
-            raise RunError(f"no source files under {', '.join(map(str, roots))}")
-        return Scope("full", files, roots, set())
-    if options.only:
-        if previous is None:
-            raise RunError("--only needs a published version to take the documents' source files from")
-        doc_files = previous.doc_files()
-        unknown = sorted(set(options.only) - set(doc_files))
-        if unknown:
-            raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
-        files = sorted({Path(f) for d in options.only for f in doc_files[d] if Path(f).exists()})
-        return Scope("only", files, recorded, set(options.only))
-    assert previous is not None
-    files = source_files(roots)
-    if not files:  # a source that yields nothing is an error, never "delete everything it had"
-        raise RunError(f"no source files under {', '.join(map(str, roots))}")
-    kind = "source" if sources else "full"
-    if options.since:
-        since = options.since
-        files = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since]
-        kind = "since"
-    if kind == "full":
-        return Scope("full", files, roots, set())
-    wanted = {str(f) for f in files}
-    under = tuple(f"{r}/" for r in roots) if kind == "source" else ()
-    touched = {
-        doc
-        for doc, doc_files in previous.doc_files().items()
-        if any(f in wanted or (under and f.startswith(under)) for f in doc_files)
-    }
-    extra = {Path(f) for d in touched for f in previous.doc_files()[d] if Path(f).exists()}
-    return Scope(kind, sorted(set(files) | extra), sorted(set(recorded) | set(roots)), touched)
-
-
-def _extract(scope: Scope, info: RunInfo, rejects: list[dict[str, Any]], progress: Progress) -> list[Document]:
-    if not scope.files:
-        if scope.is_full:
-            raise RunError("no source files found in the sources")
-        if not scope.touched:
-            raise RunError(f"nothing in scope ({scope.kind}): no source file matches")
-        return []  # every document in scope is gone from its sources: a delete-only run
-    info.files = len(scope.files)
-    documents = []
-    for n, path in enumerate(scope.files, start=1):
-        outcome = extract_file(path)
-        if outcome.document:
-            documents.append(outcome.document)
-        else:
-            rejects.append(_reject(info, "extract", outcome.source_file, None, outcome.error or "unknown error"))
-        progress("extract", n, len(scope.files))
-    if not documents:
-        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
-        raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
-    return documents
-
-
-def _registry_and_chunks(
-    documents: list[Document], info: RunInfo, rejects: list[dict[str, Any]]
-) -> tuple[pa.Table, pa.Table]:
-    usable = []
-    for document in documents:
-        try:
-            doc_id_for(document.requisites)
-            usable.append(document)
-        except IdentityError as exc:
-            rejects.append(_reject(info, "registry", document.source_file, None, str(exc)))
-    entries = build_registry(usable)
-    rows = [registry_row(e) for e in sorted(entries.values(), key=lambda e: e.doc_id)]
-    chunk_rows: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
-    for entry in entries.values():
-        for document in entry.documents:
-            chunks = chunk_document(entry.doc_id, document)
-            clash = next((c["chunk_id"] for c in chunks if c["chunk_id"] in seen), None)
-            if clash:  # the same edition of one act read twice (e.g. a page saved in two folders)
-                reason = f"chunk id {clash!r} already comes from {seen[clash]}"
-                rejects.append(_reject(info, "chunk", document.source_file, entry.doc_id, reason))
-                continue
-            seen.update((c["chunk_id"], document.source_file) for c in chunks)
-            chunk_rows += chunks
-    chunk_rows.sort(key=lambda c: c["chunk_id"])
-    return table_from_rows(rows, REGISTRY_SCHEMA, "registry"), table_from_rows(chunk_rows, CHUNK_SCHEMA, "chunks")
-
-
-def _only(table: pa.Table, doc_ids: set[str]) -> pa.Table:
-    return table.filter(pc.is_in(table.column("doc_id"), pa.array(sorted(doc_ids), pa.string())))
-
-
-def _merge(
-    previous: Published | None, registry: pa.Table, chunks: pa.Table, scope: set[str] | None
-) -> tuple[pa.Table, pa.Table]:
-    """The new version: rebuilt documents in scope, published documents outside it carried over as they are."""
-    if previous is None or scope is None:
-        return registry, chunks
-    outside = pa.array(sorted(scope), pa.string())
-
-    def keep(table: pa.Table) -> pa.Table:
-        return table.filter(pc.invert(pc.is_in(table.column("doc_id"), outside)))
-
-    merged_registry = pa.concat_tables([keep(previous.registry), registry]).sort_by("doc_id")
-    merged_chunks = pa.concat_tables([keep(previous.chunks), chunks]).sort_by("chunk_id")
-    return merged_registry, merged_chunks
-
-
-def _carry_rejects(previous: Published | None, rejects: list[dict[str, Any]], scope: Scope) -> pa.Table:
-    """This run's rejects, plus the published ones about files this run did not read again."""
-    table = table_from_rows(rejects, REJECT_SCHEMA, "rejects")
-    if previous is None or scope.is_full or not previous.rejects.num_rows:
-        return table
-    read = pa.array([str(f) for f in scope.files], pa.string())
-    older = previous.rejects.filter(
-        pc.invert(pc.fill_null(pc.is_in(previous.rejects.column("source_file"), read), False))
-    )
-    return pa.concat_tables([older, table])
+def _live_keys(keys: dict[str, str], registry: pa.Table, rejects: pa.Table) -> dict[str, str]:
+    """File keys worth keeping: files the version's documents or rejects came from."""
+    live = {f for files in registry.column("source_files").to_pylist() for f in files or []}
+    live |= {f for f in rejects.column("source_file").to_pylist() if f}
+    return {f: k for f, k in keys.items() if f in live}
 
 
 def _state(enriched: pa.Table) -> dict[str, tuple[str | None, str | None]]:
@@ -500,19 +369,6 @@ def _count(info: RunInfo, registry: pa.Table, enriched: pa.Table, rejects: pa.Ta
         counts["metadata_changed"],
     )
     info.unchanged, info.deleted = counts["unchanged"], counts["deleted"]
-
-
-def _reject(
-    info: RunInfo, stage: str, source_file: str | None, doc_id: str | None, reason: str, chunk_id: str | None = None
-) -> dict[str, Any]:
-    return {
-        "run_id": info.run_id,
-        "stage": stage,
-        "source_file": source_file,
-        "doc_id": doc_id,
-        "chunk_id": chunk_id,
-        "reason": reason,
-    }
 
 
 def _run_id() -> str:

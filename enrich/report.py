@@ -9,13 +9,16 @@ stage; texts sent to the embedder.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from enrich.diff import CLASSES, ChunkDiff
 from enrich.versions import now_iso, write_text_atomic
@@ -43,18 +46,18 @@ def build_report(
     columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"]).to_pydict()
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
-    for chunk_id, doc_type, source in zip(
-        columns["chunk_id"], columns["doc_type"], columns["source_file"], strict=True
-    ):
+    folder = _folder_of()
+    triples = zip(columns["chunk_id"], columns["doc_type"], columns["source_file"], strict=True)
+    for chunk_id, doc_type, source in triples:
         by_type[doc_type or "unknown"][classes.get(chunk_id, "unchanged")] += 1
-        by_source[str(Path(source).parent)][classes.get(chunk_id, "unchanged")] += 1
+        by_source[folder(source)][classes.get(chunk_id, "unchanged")] += 1
     if previous is not None and diff.deleted:
         old = previous.enriched.select(["chunk_id", "doc_type", "source_file"]).to_pydict()
         gone = set(diff.deleted)
         for chunk_id, doc_type, source in zip(old["chunk_id"], old["doc_type"], old["source_file"], strict=True):
             if chunk_id in gone:
                 by_type[doc_type or "unknown"]["deleted"] += 1
-                by_source[str(Path(source).parent)]["deleted"] += 1
+                by_source[folder(source)]["deleted"] += 1
     return {
         **info.as_dict(),
         "started": started,
@@ -69,20 +72,36 @@ def build_report(
     }
 
 
+def _folder_of() -> Callable[[str], str]:
+    """A source file's folder, memoised (one Path per file, not per chunk)."""
+    return functools.lru_cache(maxsize=None)(lambda source: str(Path(source).parent))
+
+
 def _ordered(counter: Counter[str]) -> dict[str, int]:
     return {name: counter.get(name, 0) for name in CLASSES}
 
 
 def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
     """Per doc type: the share of chunks whose identifier field is filled (lists: non-empty)."""
-    data = enriched.select(["doc_type", *COVERAGE_FIELDS]).to_pydict()
-    totals: Counter[str] = Counter(t or "unknown" for t in data["doc_type"])
-    filled: dict[str, Counter[str]] = defaultdict(Counter)
-    for n, doc_type in enumerate(data["doc_type"]):
-        for name in COVERAGE_FIELDS:
-            if data[name][n] not in (None, "", []):
-                filled[doc_type or "unknown"][name] += 1
-    return {t: {f: round(filled[t][f] / totals[t], 4) for f in COVERAGE_FIELDS} for t in sorted(totals)}
+    columns: dict[str, Any] = {
+        "doc_type": pc.fill_null(enriched.column("doc_type"), "unknown"),
+        "n": pa.repeat(1, enriched.num_rows),
+    }
+    for name in COVERAGE_FIELDS:
+        column = enriched.column(name)
+        if pa.types.is_list(column.type):
+            filled = pc.fill_null(pc.greater(pc.list_value_length(column), 0), False)
+        elif pa.types.is_string(column.type):
+            filled = pc.fill_null(pc.not_equal(column, ""), False)
+        else:
+            filled = column.is_valid()
+        columns[name] = pc.cast(filled, pa.int64())
+    grouped = pa.table(columns).group_by("doc_type").aggregate([("n", "sum"), *((f, "sum") for f in COVERAGE_FIELDS)])
+    out = {}
+    for row in grouped.to_pylist():
+        total = row["n_sum"]
+        out[row["doc_type"]] = {f: round(row[f"{f}_sum"] / total, 4) for f in COVERAGE_FIELDS}
+    return dict(sorted(out.items()))
 
 
 def documents_diff(

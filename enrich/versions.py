@@ -47,6 +47,7 @@ class Manifest:
     embedder: str
     sources: list[str] = field(default_factory=list)
     parent: str | None = None
+    file_keys: dict[str, str] = field(default_factory=dict)  # source file → content hash : code fingerprint
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -103,9 +104,13 @@ def staging_dir(home: Path, run_id: str) -> Path:
     return path
 
 
+def write_manifest(folder: Path, manifest: Manifest) -> None:
+    write_text_atomic(folder / "manifest.json", json.dumps(manifest.as_dict(), ensure_ascii=False, indent=1))
+
+
 def seal(home: Path, staging: Path, manifest: Manifest) -> Path:
     """Write the manifest and move the staged folder to its version name (not yet current)."""
-    write_text_atomic(staging / "manifest.json", json.dumps(manifest.as_dict(), ensure_ascii=False, indent=1))
+    write_manifest(staging, manifest)
     target = versions_dir(home) / manifest.version
     staging.replace(target)
     return target

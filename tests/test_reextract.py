@@ -73,6 +73,31 @@ def test_unchanged_rerun_embeds_and_writes_nothing(edited: tuple[Path, Path]) ->
     assert _index(home) == _published(home)
 
 
+def test_unchanged_files_are_not_read_again_unless_the_code_changed(
+    edited: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    src, home = edited
+    _edit(src / MCHS, 'status status_upd">Действующий', 'status status_upd">Утративший силу')
+    one = run(None, home)
+    assert one.files == 1 and one.metadata_changed == 4
+    import enrich.build
+
+    monkeypatch.setattr(enrich.build, "code_fingerprint", lambda: "an-extractor-fix")
+    fixed = run(None, home)  # every file read again with the "new" code; nothing to embed or write
+    assert fixed.files == 17 and (fixed.embedded, fixed.vector_writes, fixed.metadata_writes) == (0, 0, 0)
+    assert run(None, home).files == 0
+
+
+def test_a_file_that_breaks_is_a_reject_and_its_published_document_is_kept(edited: tuple[Path, Path]) -> None:
+    src, home = edited
+    doc = _doc_chunks(home, "v2200028911")
+    (src / "adilet/rus/V2200028911.html").write_bytes(b"\xff\xfe broken \x80")
+    info = run(None, home)
+    assert info.deleted == 0 and doc <= set(_index(home)) and doc <= set(_published(home))
+    reasons = connect(home).execute("SELECT reason FROM rejects WHERE source_file LIKE '%V2200028911.html'").fetchall()
+    assert reasons and "not UTF-8" in reasons[0][0]
+
+
 def test_editing_one_article_reembeds_only_its_chunks(edited: tuple[Path, Path]) -> None:
     src, home = edited
     before = _published(home)

@@ -1,0 +1,303 @@
+"""Build a version's tables (registry, chunks, enriched chunks, rejects), re-extracting only what changed.
+
+Which files a run reads is its *scope* (``plan_scope``). Inside the scope, a published document is reused
+as it is (registry row, chunks, enriched chunks) when every one of its source files has the same content
+hash and was read by the same code as before (``file_key`` = sha256 of the bytes + a fingerprint of the
+extractor, registry, chunking and join code and the curated reference data): a fix to an extractor
+changes the fingerprint and so rebuilds everything, on purpose. Documents outside the scope are carried
+over untouched. Only the rest is extracted, chunked and joined.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from enrich.chunking import chunk_document
+from enrich.join import enrich_tables
+from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
+from enrich.storage import table_from_rows
+from extractors.discover import extract_file, source_files
+from extractors.model import Document
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.identifiers import order_key
+
+if TYPE_CHECKING:
+    from enrich.pipeline import Published
+
+DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
+Progress = Callable[[str, int, int], None]
+# The code whose output a reused document stands for: change any of it and every document is rebuilt.
+_FINGERPRINTED = {
+    "extractors": ("*.py", "refdata/*.json"),
+    "schemas": ("*.py",),
+    "enrich": ("chunking.py", "registry.py", "join.py", "index.py"),
+}
+
+
+class RunError(RuntimeError):
+    """The run cannot publish (no source, no document, nothing in scope); nothing published was touched."""
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for package, patterns in _FINGERPRINTED.items():
+        root = Path(str(resources.files(package)))
+        for pattern in patterns:
+            for path in sorted(root.glob(pattern)):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def file_key(path: Path) -> str:
+    """What decides whether a file must be read again: its content hash and the code fingerprint."""
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return f"{digest}:{code_fingerprint()}"
+
+
+@dataclass
+class Scope:
+    kind: str  # full, source, only, since
+    files: list[Path]
+    roots: list[Path]  # the sources the new version records
+    touched: set[str]  # published doc_ids whose files are in scope (rebuilt, or deleted when gone)
+
+    @property
+    def is_full(self) -> bool:
+        return self.kind == "full"
+
+
+def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None, previous: Published | None) -> Scope:
+    """Which files to read, and which published documents they concern."""
+    recorded = [Path(s) for s in previous.manifest.sources] if previous else []
+    roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
+    if only:
+        if previous is None:
+            raise RunError("--only needs a published version to take the documents' source files from")
+        doc_files = previous.doc_files()
+        unknown = sorted(set(only) - set(doc_files))
+        if unknown:
+            raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
+        files = sorted({Path(f) for d in only for f in doc_files[d] if Path(f).exists()})
+        return Scope("only", files, recorded, set(only))
+    files = source_files(roots)
+    if not files:  # a source that yields nothing is an error, never "delete everything it had"
+        raise RunError(f"no source files under {', '.join(map(str, roots))}")
+    kind = "source" if sources and previous else "full"
+    if since:
+        files = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since]
+        kind = "since"
+    if previous is None or kind == "full":
+        return Scope("full", files, roots, set())
+    wanted = {str(f) for f in files}
+    under = tuple(f"{r}/" for r in roots) if kind == "source" else ()
+    doc_files = previous.doc_files()
+    touched = {d for d, fs in doc_files.items() if any(f in wanted or (under and f.startswith(under)) for f in fs)}
+    extra = {Path(f) for d in touched for f in doc_files[d] if Path(f).exists()}
+    return Scope(kind, sorted(set(files) | extra), sorted(set(recorded) | set(roots)), touched)
+
+
+@dataclass
+class Built:
+    registry: pa.Table
+    chunks: pa.Table
+    enriched: pa.Table
+    rejects: list[dict[str, Any]]
+    rebuilt: set[str]  # doc_ids extracted this run
+    reused: set[str]  # doc_ids in scope taken over unchanged
+    file_keys: dict[str, str] = field(default_factory=dict)
+    extracted_files: int = 0
+
+
+def build(
+    scope: Scope,
+    previous: Published | None,
+    run_id: str,
+    only: tuple[str, ...] = (),
+    progress: Progress | None = None,
+) -> Built:
+    """The new version's tables: carried-over and reused documents as published, the rest rebuilt."""
+    keys = {str(f): file_key(f) for f in scope.files}
+    reused = set() if only else _reusable(scope, previous, keys)
+    documents: dict[str, Document] = {}
+    rejects: list[dict[str, Any]] = []
+    while True:
+        pending = [f for f in scope.files if str(f) not in documents and _needs_reading(f, reused, previous)]
+        rejects += _extract(pending, documents, run_id, progress)
+        registry_new, chunks_new, build_rejects = _registry_and_chunks(list(documents.values()), run_id)
+        clash = _clashes(registry_new, reused, previous)
+        if not clash:
+            break
+        reused -= clash  # a new file joins a reused document (another source, another language): rebuild it
+    if only:
+        registry_new, chunks_new = (_select(t, set(only)) for t in (registry_new, chunks_new))
+    if scope.files and not documents and not reused:
+        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
+        raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
+    joined = enrich_tables(registry_new, chunks_new)
+    rejects += build_rejects + [
+        _reject(
+            run_id,
+            "enrich",
+            r["source_file"],
+            r["doc_id"],
+            f"doc_id {r['doc_id']!r} is not in the registry",
+            r["chunk_id"],
+        )  # fmt: skip
+        for r in joined.orphans.to_pylist()
+    ]
+    rebuilt = set(registry_new.column("doc_id").to_pylist())
+    failed = {r["source_file"] for r in rejects if r["stage"] == "extract"}
+    carried = _carried(scope, previous, rebuilt, reused, failed)
+    registry = _combine(previous.registry if previous else None, carried, registry_new, "doc_id")
+    chunks = _combine(previous.chunks if previous else None, carried, chunks_new, "chunk_id")
+    enriched = _combine(previous.enriched if previous else None, carried, joined.enriched, "chunk_id")
+    merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
+    return Built(registry, chunks, enriched, rejects, rebuilt, reused, merged_keys, len(documents))
+
+
+def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:
+    """Published documents in scope whose every source file is here, unchanged, read by the same code."""
+    if previous is None:
+        return set()
+    recorded = previous.manifest.file_keys
+    candidates = previous.doc_files() if scope.is_full else {d: previous.doc_files()[d] for d in scope.touched}
+    return {d for d, files in candidates.items() if files and all(keys.get(f) == recorded.get(f) for f in files)}
+
+
+def _needs_reading(path: Path, reused: set[str], previous: Published | None) -> bool:
+    owners = previous.file_owners().get(str(path), set()) if previous else set()
+    return not owners or not owners <= reused
+
+
+def _clashes(registry_new: pa.Table, reused: set[str], previous: Published | None) -> set[str]:
+    """Reused documents that a freshly read file also builds (same doc_id or same act)."""
+    if not reused or previous is None or not registry_new.num_rows:
+        return set()
+    built_ids = set(registry_new.column("doc_id").to_pylist())
+    built_acts = {_act(r) for r in registry_new.to_pylist()} - {None}
+    acts = {d: _act(r) for d, r in previous.registry_rows().items() if d in reused}
+    return {d for d in reused if d in built_ids or (acts.get(d) is not None and acts[d] in built_acts)}
+
+
+def _act(row: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    number = row["law_zrk"] or (order_key(row["order_number"]) if row["order_number"] else None)
+    if not (row["doc_type"] and row["issuer"] and number and row["date_approved"]):
+        return None
+    return (row["doc_type"], row["issuer"], number, str(row["date_approved"]))
+
+
+def _carried(
+    scope: Scope, previous: Published | None, rebuilt: set[str], reused: set[str], failed: set[str]
+) -> set[str]:
+    """Published documents that stay as they are: reused ones, those outside a scoped run, and those whose
+    file failed to extract this time (a bad file is a reject; what it published before is not lost)."""
+    if previous is None:
+        return set()
+    published = set(previous.doc_files())
+    outside = set() if scope.is_full else published - scope.touched
+    owners = previous.file_owners()
+    kept = {d for f in failed for d in owners.get(f, set())}
+    return (reused | outside | kept) - rebuilt
+
+
+def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key: str) -> pa.Table:
+    if published is None or not carried:
+        return fresh.sort_by(key)
+    kept = published.filter(pc.is_in(published.column("doc_id"), pa.array(sorted(carried), pa.string())))
+    return pa.concat_tables([kept, fresh.cast(kept.schema)]).sort_by(key)
+
+
+def _select(table: pa.Table, doc_ids: set[str]) -> pa.Table:
+    return table.filter(pc.is_in(table.column("doc_id"), pa.array(sorted(doc_ids), pa.string())))
+
+
+def _extract(
+    files: list[Path], documents: dict[str, Document], run_id: str, progress: Progress | None
+) -> list[dict[str, Any]]:
+    rejects = []
+    for n, path in enumerate(files, start=1):
+        outcome = extract_file(path)
+        if outcome.document:
+            documents[str(path)] = outcome.document
+        else:
+            rejects.append(_reject(run_id, "extract", outcome.source_file, None, outcome.error or "unknown error"))
+        if progress:
+            progress("extract", n, len(files))
+    return rejects
+
+
+def _registry_and_chunks(documents: list[Document], run_id: str) -> tuple[pa.Table, pa.Table, list[dict[str, Any]]]:
+    rejects: list[dict[str, Any]] = []
+    usable = []
+    for document in documents:
+        try:
+            doc_id_for(document.requisites)
+            usable.append(document)
+        except IdentityError as exc:
+            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc)))
+    entries = build_registry(usable)
+    rows = [registry_row(e) for e in sorted(entries.values(), key=lambda e: e.doc_id)]
+    chunk_rows: list[dict[str, Any]] = []
+    seen: dict[str, str] = {}
+    for entry in entries.values():
+        for document in entry.documents:
+            chunks = chunk_document(entry.doc_id, document)
+            clash = next((c["chunk_id"] for c in chunks if c["chunk_id"] in seen), None)
+            if clash:  # the same edition of one act read twice (e.g. a page saved in two folders)
+                reason = f"chunk id {clash!r} already comes from {seen[clash]}"
+                rejects.append(_reject(run_id, "chunk", document.source_file, entry.doc_id, reason))
+                continue
+            seen.update((c["chunk_id"], document.source_file) for c in chunks)
+            chunk_rows += chunks
+    chunk_rows.sort(key=lambda c: c["chunk_id"])
+    registry = table_from_rows(rows, REGISTRY_SCHEMA, "registry")
+    return registry, table_from_rows(chunk_rows, CHUNK_SCHEMA, "chunks"), rejects
+
+
+def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.Table:
+    """This run's rejects, plus the published ones about files it did not read again (unchanged or out
+    of scope) and that still exist."""
+    table = table_from_rows(built.rejects, REJECT_SCHEMA, "rejects")
+    if previous is None or not previous.rejects.num_rows:
+        return table
+    read = {r["source_file"] for r in built.rejects} | {
+        f for d in built.rebuilt for f in (previous.doc_files().get(d) or [])
+    }
+    carried_docs = set(built.registry.column("doc_id").to_pylist()) - built.rebuilt
+    in_scope = {str(f) for f in scope.files}
+    keep = []
+    for row in previous.rejects.to_pylist():
+        source = row["source_file"]
+        if source in read or (row["doc_id"] and row["doc_id"] not in carried_docs and row["stage"] != "extract"):
+            continue
+        if scope.is_full and source not in in_scope:
+            continue
+        keep.append(row)
+    return pa.concat_tables([table_from_rows(keep, REJECT_SCHEMA, "rejects"), table])
+
+
+def _reject(
+    run_id: str, stage: str, source_file: str | None, doc_id: str | None, reason: str, chunk_id: str | None = None
+) -> dict[str, Any]:
+    return {
+        "run_id": run_id,
+        "stage": stage,
+        "source_file": source_file,
+        "doc_id": doc_id,
+        "chunk_id": chunk_id,
+        "reason": reason,
+    }
+
+
+__all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "build", "carry_rejects", "plan_scope"]
