@@ -155,6 +155,20 @@ def test_scoped_runs_touch_nothing_outside_their_scope(edited: tuple[Path, Path]
     assert _index(home) == _published(home)
 
 
+def test_since_scopes_to_files_modified_on_or_after_a_date(edited: tuple[Path, Path]) -> None:
+    import datetime as dt
+
+    src, home = edited
+    old = dt.datetime(2020, 1, 1).timestamp()
+    for path in src.rglob("*"):
+        os.utime(path, (old, old))
+    _edit(src / K_RUS, "Статья 156. Стороны коллективного договора.", "Статья 156. (ред.)")
+    os.utime(src / K_RUS, (old, old))  # edited but dated before --since: out of scope
+    _edit(src / MCHS, 'status status_upd">Действующий', 'status status_upd">Утративший силу')
+    info = run(None, home, options=RunOptions(since=dt.date(2021, 1, 1)))
+    assert (info.scope, info.files, info.metadata_changed, info.text_changed) == ("since", 1, 4, 0)
+
+
 def test_force_reembed_a_scope(edited: tuple[Path, Path]) -> None:
     src, home = edited
     forced = run(None, home, options=RunOptions(only=("nfpa-652",), force_reembed=True))
