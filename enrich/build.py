@@ -32,7 +32,7 @@ from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, 
 from schemas.identifiers import order_key
 
 if TYPE_CHECKING:
-    from enrich.pipeline import Published
+    from enrich.runstate import Published
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]
@@ -119,6 +119,31 @@ class Built:
     extracted_files: int = 0
 
 
+@dataclass
+class Prepared:
+    """What a run must read: every file's key, the documents it can reuse, the files left to extract."""
+
+    keys: dict[str, str]
+    reused: set[str]
+    pending: list[Path]
+
+
+def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()) -> Prepared:
+    keys = {str(f): file_key(f) for f in scope.files}
+    reused = set() if only else _reusable(scope, previous, keys)
+    pending = [f for f in scope.files if _needs_reading(f, reused, previous)]
+    return Prepared(keys, reused, pending)
+
+
+def extract_files(
+    files: list[Path], run_id: str, progress: Progress | None = None
+) -> tuple[dict[str, Document], list[dict[str, Any]]]:
+    """Extract ``files`` (one shard of a run): documents by source file, and rejects for the rest."""
+    documents: dict[str, Document] = {}
+    rejects = _extract(files, documents, run_id, progress)
+    return documents, rejects
+
+
 def build(
     scope: Scope,
     previous: Published | None,
@@ -126,19 +151,36 @@ def build(
     only: tuple[str, ...] = (),
     progress: Progress | None = None,
 ) -> Built:
+    """Prepare, extract and assemble in one call (what a run does when it is not split into tasks)."""
+    prepared = prepare(scope, previous, only)
+    documents, rejects = extract_files(prepared.pending, run_id, progress)
+    return assemble(scope, previous, run_id, prepared, documents, rejects, only)
+
+
+def assemble(
+    scope: Scope,
+    previous: Published | None,
+    run_id: str,
+    prepared: Prepared,
+    documents: dict[str, Document],
+    rejects: list[dict[str, Any]],
+    only: tuple[str, ...] = (),
+) -> Built:
     """The new version's tables: carried-over and reused documents as published, the rest rebuilt."""
-    keys = {str(f): file_key(f) for f in scope.files}
-    reused = set() if only else _reusable(scope, previous, keys)
-    documents: dict[str, Document] = {}
-    rejects: list[dict[str, Any]] = []
+    keys, reused, rejects = prepared.keys, set(prepared.reused), list(rejects)
+    failed_reads = {r["source_file"] for r in rejects}
     while True:
-        pending = [f for f in scope.files if str(f) not in documents and _needs_reading(f, reused, previous)]
-        rejects += _extract(pending, documents, run_id, progress)
         registry_new, chunks_new, build_rejects = _registry_and_chunks(list(documents.values()), run_id)
         clash = _clashes(registry_new, reused, previous)
         if not clash:
             break
         reused -= clash  # a new file joins a reused document (another source, another language): rebuild it
+        more = [f for f in scope.files if str(f) not in documents and str(f) not in failed_reads
+                and _needs_reading(f, reused, previous)]  # fmt: skip
+        extra_docs, extra_rejects = extract_files(more, run_id)
+        documents.update(extra_docs)
+        rejects += extra_rejects
+        failed_reads |= {r["source_file"] for r in extra_rejects}
     if only:
         registry_new, chunks_new = (_select(t, set(only)) for t in (registry_new, chunks_new))
     if scope.files and not documents and not reused:

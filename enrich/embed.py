@@ -84,3 +84,12 @@ def make_embedder(spec: str) -> Embedder:
     if spec.startswith("st:"):
         return SentenceTransformerEmbedder(Path(spec[3:]))
     raise ValueError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")
+
+
+def embedder_id_of(spec: str) -> str:
+    """The id ``make_embedder(spec)`` will have, without loading a model (for planning a run)."""
+    if spec == "hash":
+        return HashingEmbedder().id
+    if spec.startswith("st:"):
+        return f"st:{Path(spec[3:]).name}"
+    raise ValueError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")

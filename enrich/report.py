@@ -25,7 +25,7 @@ from enrich.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
 
 if TYPE_CHECKING:
-    from enrich.pipeline import Published, RunInfo
+    from enrich.runstate import Published, RunInfo
 
 COVERAGE_FIELDS = tuple(f for f in REGISTRY_FIELDS_ON_CHUNK if f not in ("doc_title", "doc_type")) + (
     "code_articles",

@@ -1,0 +1,209 @@
+"""What a run carries between its stages: options, counts, the published version it starts from, and its
+state on disk (``HOME/work/<run_id>/state.json``), so each stage can run in its own process (an Airflow
+task) and pass only a path to the next one."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from enrich.build import RunError
+from enrich.storage import read_parquet
+from enrich.versions import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir, write_text_atomic
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+
+Progress = Callable[[str, int, int], None]  # (stage, done, total)
+
+
+class ShrinkRefused(RunError):
+    """The run would delete more than the allowed share of documents or chunks."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    only: tuple[str, ...] = ()  # doc_ids to rebuild
+    since: dt.date | None = None  # source files modified on or after this date
+    dry_run: bool = False
+    force_reembed: bool = False
+    allow_shrink: bool = False
+    max_shrink: float = 0.10
+    keep_versions: int = KEEP_VERSIONS
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["only"], data["since"] = list(self.only), self.since.isoformat() if self.since else None
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RunOptions:
+        since = dt.date.fromisoformat(data["since"]) if data.get("since") else None
+        return cls(**{**data, "only": tuple(data.get("only") or ()), "since": since})
+
+
+@dataclass
+class RunInfo:
+    """What a run did; ``zan run --json`` prints it and Airflow tasks return it."""
+
+    run_id: str
+    status: str = "running"  # published, unchanged, repaired, dry_run, refused, failed
+    version: str | None = None
+    scope: str = "full"
+    documents: int = 0
+    chunks: int = 0
+    rejected: int = 0
+    indexed: int = 0
+    files: int = 0
+    added: int = 0
+    text_changed: int = 0
+    metadata_changed: int = 0
+    unchanged: int = 0
+    deleted: int = 0
+    embedded: int = 0
+    vector_writes: int = 0
+    metadata_writes: int = 0
+    home: str = ""
+    chroma: str = ""
+    embedder: str = ""
+    error: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    outputs: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class Published:
+    """A published version's tables (the one a run starts from)."""
+
+    version: str
+    manifest: Manifest
+    registry: pa.Table
+    chunks: pa.Table
+    enriched: pa.Table
+    rejects: pa.Table
+
+    @classmethod
+    def load(cls, home: Path, version: str | None = None) -> Published | None:
+        """The current version (or ``version``), or None when nothing is published."""
+        folder = versions_dir(home) / version if version else published_dir(home)
+        if folder is None:
+            return None
+        return cls(
+            version=folder.name,
+            manifest=read_manifest(folder),
+            registry=read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+            chunks=read_parquet(folder / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
+            enriched=read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
+            rejects=read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
+        )
+
+    def doc_files(self) -> dict[str, list[str]]:
+        """doc_id → the source files it was built from."""
+        if not hasattr(self, "_doc_files"):
+            ids, files = self.registry.column("doc_id").to_pylist(), self.registry.column("source_files").to_pylist()
+            self._doc_files = {d: list(f or []) for d, f in zip(ids, files, strict=True)}
+        return self._doc_files
+
+    def file_owners(self) -> dict[str, set[str]]:
+        """source file → the doc_ids built from it."""
+        if not hasattr(self, "_owners"):
+            owners: dict[str, set[str]] = {}
+            for doc_id, files in self.doc_files().items():
+                for f in files:
+                    owners.setdefault(f, set()).add(doc_id)
+            self._owners = owners
+        return self._owners
+
+    def registry_rows(self) -> dict[str, dict[str, Any]]:
+        return {r["doc_id"]: r for r in self.registry.to_pylist()}
+
+
+@dataclass
+class RunState:
+    """Everything a later stage needs from an earlier one; saved as JSON beside the run's work files."""
+
+    run_id: str
+    home: str
+    options: dict[str, Any]
+    chroma_url: str | None
+    embedder_spec: str
+    embedder_id: str
+    previous: str | None
+    scope: dict[str, Any]
+    keys: dict[str, str]
+    reused: list[str]
+    shards: list[list[str]]
+    started: str
+    stage: str = "planned"  # planned, assembled, indexed, validated, published, reported, finished
+    same: bool = False  # the run rebuilt exactly the published version
+    rebuilt: list[str] = field(default_factory=list)
+    file_keys: dict[str, str] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def work(self) -> Path:
+        return work_dir(Path(self.home), self.run_id)
+
+    @property
+    def path(self) -> Path:
+        return self.work / "state.json"
+
+    @property
+    def run_options(self) -> RunOptions:
+        return RunOptions.from_json(self.options)
+
+    def save(self) -> Path:
+        write_text_atomic(self.path, json.dumps(asdict(self), ensure_ascii=False, default=str))
+        return self.path
+
+    @classmethod
+    def load(cls, path: Path | str) -> RunState:
+        return cls(**json.loads(Path(path).read_text("utf-8")))
+
+    def run_info(self) -> RunInfo:
+        return RunInfo.from_dict(self.info)
+
+    def update(self, info: RunInfo, stage: str | None = None) -> None:
+        self.info = info.as_dict()
+        if stage:
+            self.stage = stage
+        self.save()
+
+
+def work_dir(home: Path, run_id: str) -> Path:
+    return home / "work" / run_id
+
+
+def new_run_id() -> str:
+    """Sortable by start time (milliseconds), unique by its random tail."""
+    now = dt.datetime.now(dt.UTC)
+    return f"{now:%Y%m%dT%H%M%S}{now.microsecond // 1000:03d}Z-{uuid.uuid4().hex[:6]}"
+
+
+class timed:
+    """Adds a stage's wall seconds to ``info.seconds``."""
+
+    def __init__(self, info: RunInfo, stage: str) -> None:
+        self.info, self.stage = info, stage
+
+    def __enter__(self) -> None:
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        self.info.seconds[self.stage] = round(
+            self.info.seconds.get(self.stage, 0) + time.perf_counter() - self.start, 3
+        )
