@@ -183,7 +183,8 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
 
 
 @pytest.mark.parametrize(
-    "command", [[], ["run"], ["sql"], ["lookup"], ["eval"], ["versions"], ["rollback"], ["enrich-collection"]]
+    "command",
+    [[], ["run"], ["sql"], ["lookup"], ["eval"], ["versions"], ["rollback"], ["enrich-collection"], ["fetch"]],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     done = _zan(*command, "--help")

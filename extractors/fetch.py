@@ -1,0 +1,291 @@
+"""A polite fetcher for adilet.zan.kz pages into a content-addressed landing zone.
+
+- Politeness: at most one request per ``min_interval`` seconds, a clear User-Agent, conditional requests
+  (``If-None-Match`` / ``If-Modified-Since`` from the last fetch), so an unchanged page costs a 304.
+- Retries (tenacity) only for transient failures: 429 (honouring ``Retry-After``), 5xx, timeouts, connection
+  errors and truncated bodies, with exponential backoff. A 404 or another 4xx is terminal.
+- Landing zone: every body is stored once under ``objects/<sha256[:2]>/<sha256>`` (written to a temporary
+  file, then renamed: never half-written, never duplicated); the page a re-extract reads is
+  ``adilet/<lang>/<ID>.html`` (a hard link to its object, replaced atomically) with a sidecar
+  ``<ID>.html.meta`` (url, fetched_at, status, etag, last_modified, sha256, bytes). The ``/info`` requisites
+  pages land under ``adilet-info/`` so the extractors never mistake them for acts. With no network, a
+  re-extract reads the landing zone as it is.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+BASE_URL = "https://adilet.zan.kz"
+LANGUAGES = ("rus", "kaz")
+USER_AGENT = "zan/0.1 (+identifier-aware ETL for legal retrieval; polite: 1 req/s, conditional requests)"
+_ADILET_ID = re.compile(r"/docs/([KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_))", re.IGNORECASE)
+
+
+class FetchError(RuntimeError):
+    """A page that cannot be fetched (404, another 4xx, or transient failures past the last retry)."""
+
+
+class NotFound(FetchError):
+    """HTTP 404/410: the site has no such page."""
+
+
+class TransientFetchError(FetchError):
+    """429, 5xx, timeouts, dropped connections, truncated bodies: worth retrying."""
+
+    def __init__(self, message: str, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+@dataclass(frozen=True)
+class Landed:
+    """One page in the landing zone after a fetch."""
+
+    url: str
+    path: str  # the file a re-extract reads
+    sha256: str
+    status: int  # 200 (new or changed body) or 304 (unchanged, not downloaded again)
+    etag: str | None
+    last_modified: str | None
+    fetched_at: str
+    bytes: int
+    changed: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Fetcher:
+    def __init__(
+        self,
+        landing: Path,
+        base_url: str = BASE_URL,
+        min_interval: float = 1.0,
+        timeout: float = 30.0,
+        attempts: int = 5,
+        backoff: float = 1.0,
+        max_wait: float = 60.0,
+        client: httpx.Client | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.landing, self.base_url = Path(landing), base_url.rstrip("/")
+        self.min_interval, self.attempts, self.backoff, self.max_wait = min_interval, attempts, backoff, max_wait
+        self.client = client or httpx.Client(timeout=timeout, follow_redirects=True, headers={"User-Agent": USER_AGENT})
+        self.sleep = sleep
+        self._last_request = 0.0
+        self.requests = 0
+        self.missing: list[str] = []
+
+    def __enter__(self) -> Fetcher:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.close()
+
+    # --- public -----------------------------------------------------------------------------------------
+
+    def fetch_act(
+        self, adilet_id: str, languages: Iterable[str] = LANGUAGES, info: bool = True, missing_ok: bool = True
+    ) -> list[Landed]:
+        """The act's text page in each language, and its ``/info`` requisites page. A page the site does
+        not have (404: e.g. no Kazakh edition) is noted in ``self.missing`` and skipped when ``missing_ok``."""
+        landed = []
+        for lang in languages:
+            url = f"{self.base_url}/{lang}/docs/{adilet_id}"
+            pages = [(url, Path("adilet") / lang / f"{adilet_id}.html")]
+            if info:
+                pages.append((f"{url}/info", Path("adilet-info") / lang / f"{adilet_id}.html"))
+            for page_url, relative in pages:
+                try:
+                    landed.append(self.fetch(page_url, relative))
+                except NotFound:
+                    if not missing_ok:
+                        raise
+                    self.missing.append(page_url)
+        return landed
+
+    def index_ids(self, rss_url: str) -> list[str]:
+        """Adilet ids linked from an RSS index (new and changed acts), in feed order, without repeats."""
+        body = self._get_with_retries(rss_url, {}).content.decode("utf-8", errors="replace")
+        return list(dict.fromkeys(m.group(1).upper() for m in _ADILET_ID.finditer(body)))
+
+    def fetch(self, url: str, relative: Path) -> Landed:
+        """Fetch ``url`` into ``landing/relative`` (conditionally, when it was fetched before)."""
+        view = self.landing / relative
+        meta = _read_meta(view)
+        headers = {}
+        if meta and view.exists():
+            if meta.get("etag"):
+                headers["If-None-Match"] = meta["etag"]
+            if meta.get("last_modified"):
+                headers["If-Modified-Since"] = meta["last_modified"]
+        response = self._get_with_retries(url, headers)
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        if response.status_code == 304 and meta:
+            landed = Landed(url, str(view), meta["sha256"], 304, meta.get("etag"), meta.get("last_modified"), now,
+                            meta.get("bytes", 0), changed=False)  # fmt: skip
+        else:
+            body = response.content
+            digest = hashlib.sha256(body).hexdigest()
+            self._store(digest, body, view)
+            landed = Landed(url, str(view), digest, response.status_code, response.headers.get("ETag"),
+                            response.headers.get("Last-Modified"), now, len(body),
+                            changed=not meta or meta.get("sha256") != digest)  # fmt: skip
+        _write_meta(view, landed)
+        return landed
+
+    # --- internals ---------------------------------------------------------------------------------------
+
+    def _get_with_retries(self, url: str, headers: dict[str, str]) -> httpx.Response:
+        retrying = Retrying(
+            stop=stop_after_attempt(self.attempts),
+            wait=self._wait,
+            retry=retry_if_exception_type(TransientFetchError),
+            sleep=self.sleep,
+            reraise=True,
+        )
+        response: httpx.Response = retrying(self._get_once, url, headers)
+        return response
+
+    def _wait(self, state: RetryCallState) -> float:
+        error = state.outcome.exception() if state.outcome else None
+        if isinstance(error, TransientFetchError) and error.retry_after is not None:
+            return min(self.max_wait, error.retry_after)
+        return float(min(self.max_wait, self.backoff * 2 ** (state.attempt_number - 1)))
+
+    def _get_once(self, url: str, headers: dict[str, str]) -> httpx.Response:
+        self._polite_pause()
+        self.requests += 1
+        try:
+            response = self.client.get(url, headers=headers)
+        except (httpx.TimeoutException, httpx.TransportError) as exc:  # incl. bodies cut short by the server
+            raise TransientFetchError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        if response.status_code == 429 or response.status_code >= 500:
+            raise TransientFetchError(f"{url}: HTTP {response.status_code}", _retry_after(response))
+        if response.status_code == 304:
+            return response
+        if response.status_code in (404, 410):
+            raise NotFound(f"{url}: HTTP {response.status_code}")
+        if response.status_code >= 400:
+            raise FetchError(f"{url}: HTTP {response.status_code}")
+        expected = response.headers.get("Content-Length")
+        if expected is not None and expected.isdigit() and int(expected) != len(response.content):
+            raise TransientFetchError(f"{url}: truncated body ({len(response.content)} of {expected} bytes)")
+        return response
+
+    def _polite_pause(self) -> None:
+        wait = self._last_request + self.min_interval - time.monotonic()
+        if wait > 0:
+            self.sleep(wait)
+        self._last_request = time.monotonic()
+
+    def _store(self, digest: str, body: bytes, view: Path) -> None:
+        blob = self.landing / "objects" / digest[:2] / digest
+        if not blob.exists():
+            _atomic_write(blob, body)
+        view.parent.mkdir(parents=True, exist_ok=True)
+        tmp = view.with_name(f".{view.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        try:
+            os.link(blob, tmp)
+        except OSError:  # a filesystem without hard links: a copy is as good
+            tmp.write_bytes(body)
+        os.replace(tmp, view)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After", "")
+    return float(value) if value.replace(".", "", 1).isdigit() else None
+
+
+def _meta_path(view: Path) -> Path:
+    return view.with_name(view.name + ".meta")
+
+
+def _read_meta(view: Path) -> dict[str, Any] | None:
+    try:
+        data: dict[str, Any] = json.loads(_meta_path(view).read_text("utf-8"))
+        return data
+    except (OSError, ValueError):
+        return None
+
+
+def _write_meta(view: Path, landed: Landed) -> None:
+    _atomic_write(_meta_path(view), json.dumps(landed.as_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@dataclass
+class FetchSummary:
+    """What one fetch round did: ``failed`` lists acts that could not be fetched (the rest went on)."""
+
+    requested: int = 0
+    landed: int = 0
+    changed: int = 0
+    not_modified: int = 0
+    missing: list[str] | None = None
+    failed: list[dict[str, str]] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def fetch_into_landing(
+    landing: Path,
+    ids: Iterable[str] = (),
+    rss: str | None = None,
+    base_url: str = BASE_URL,
+    languages: Iterable[str] = LANGUAGES,
+    min_interval: float = 1.0,
+    attempts: int = 5,
+    backoff: float = 1.0,
+) -> FetchSummary:
+    """Fetch the given acts (and those an RSS index lists) into ``landing``; one act's failure is recorded
+    and the round goes on, so a re-extract can still read what the landing zone holds."""
+    summary = FetchSummary(missing=[], failed=[])
+    with Fetcher(landing, base_url=base_url, min_interval=min_interval, attempts=attempts, backoff=backoff) as fetcher:
+        wanted = list(dict.fromkeys(i.strip().upper() for i in ids if i.strip()))
+        if rss:
+            try:
+                wanted += [i for i in fetcher.index_ids(rss) if i not in wanted]
+            except FetchError as exc:
+                summary.failed = [*(summary.failed or []), {"id": "rss", "reason": str(exc)}]
+        summary.requested = len(wanted)
+        for adilet_id in wanted:
+            try:
+                landed = fetcher.fetch_act(adilet_id, languages)
+            except FetchError as exc:
+                summary.failed = [*(summary.failed or []), {"id": adilet_id, "reason": str(exc)}]
+                continue
+            summary.landed += len(landed)
+            summary.changed += sum(1 for x in landed if x.changed)
+            summary.not_modified += sum(1 for x in landed if x.status == 304)
+        summary.missing = list(fetcher.missing)
+    return summary

@@ -1,0 +1,209 @@
+"""The fetcher against a real HTTP server on 127.0.0.1 that serves the bundled adilet pages and injects 429,
+500, slow responses and truncated bodies; then a re-extract reads the landing zone with no network."""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from enrich.pipeline import run
+from enrich.query import connect
+from extractors.fetch import Fetcher, FetchError
+from tests.conftest import SAMPLE
+
+IDS = ("V2400035612", "V2100022334", "K1500000414")
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_GET(self) -> None:  # noqa: N802 (the stdlib's name)
+        self.server.log.append((self.path, dict(self.headers)))
+        fault = self.server.faults.get(self.path, [])
+        if fault:
+            kind = fault.pop(0)
+            if kind == "429":
+                return self._plain(429, b"slow down", {"Retry-After": "0"})
+            if kind == "500":
+                return self._plain(500, b"oops")
+            if kind == "slow":
+                time.sleep(1.0)  # the client's timeout is 0.3 s
+            if kind == "truncate":
+                body = self._body()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body[: len(body) // 2])
+                self.wfile.flush()
+                self.close_connection = True
+                return None
+        body = self._body()
+        if body is None:
+            return self._plain(404, b"no such act")
+        etag = '"' + hashlib.sha256(body).hexdigest()[:16] + '"'
+        if self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.end_headers()
+            return None
+        return self._plain(200, body, {"ETag": etag, "Content-Type": "text/html; charset=utf-8"})
+
+    def _body(self) -> bytes | None:
+        if self.path == "/rus/rss":
+            items = "".join(f"<item><link>http://x/rus/docs/{i}</link></item>" for i in IDS[:2])
+            return f"<rss><channel>{items}</channel></rss>".encode()
+        parts = self.path.strip("/").split("/")  # rus/docs/ID or rus/docs/ID/info
+        if len(parts) < 3 or parts[1] != "docs":
+            return None
+        page = SAMPLE / "adilet" / parts[0] / f"{parts[2]}.html"
+        if not page.exists():
+            return None
+        text = page.read_bytes()
+        return b"<html><body>info " + parts[2].encode() + b"</body></html>" if parts[3:] == ["info"] else text
+
+    def _plain(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+class _Server(http.server.ThreadingHTTPServer):
+    faults: dict[str, list[str]]
+    log: list[tuple[str, dict[str, str]]]
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        return None  # a client that timed out on a "slow" response leaves a broken pipe: expected
+
+
+@pytest.fixture
+def server() -> Iterator[_Server]:
+    srv = _Server(("127.0.0.1", 0), _Handler)
+    srv.faults, srv.log = {}, []
+    thread = threading.Thread(target=srv.serve_forever, daemon=True)
+    thread.start()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+def _fetcher(server: _Server, landing: Path, **kwargs: object) -> Fetcher:
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    return Fetcher(landing, base_url=base, min_interval=0.0, timeout=0.3, backoff=0.01, **kwargs)  # type: ignore[arg-type]
+
+
+def _landing_files(landing: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(landing)): p.read_bytes() for p in sorted(landing.rglob("*")) if p.is_file()}
+
+
+def test_survives_injected_faults_without_losing_or_duplicating_files(server: _Server, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    server.faults = {
+        "/rus/docs/V2400035612": ["429", "500"],
+        "/kaz/docs/K1500000414": ["slow", "truncate"],
+        "/rus/docs/V2100022334/info": ["truncate"],
+    }
+    with _fetcher(server, landing) as fetcher:
+        landed = [x for i in IDS for x in fetcher.fetch_act(i)]
+    pages = [x for x in landed if "/info" not in x.url]
+    assert sorted(str(Path(x.path).relative_to(landing)) for x in pages) == [
+        "adilet/kaz/K1500000414.html", "adilet/rus/K1500000414.html", "adilet/rus/V2100022334.html",
+        "adilet/rus/V2400035612.html",
+    ]  # fmt: skip
+    assert (
+        sorted(fetcher.missing)
+        == sorted(  # the bundled orders have no Kazakh edition: 404, noted
+            f"{fetcher.base_url}/kaz/docs/{i}{tail}" for i in IDS[:2] for tail in ("", "/info")
+        )
+    )
+    for x in landed:
+        body = Path(x.path).read_bytes()
+        assert hashlib.sha256(body).hexdigest() == x.sha256 and len(body) == x.bytes > 0
+        assert (landing / "objects" / x.sha256[:2] / x.sha256).read_bytes() == body
+    assert (landing / "adilet/rus/V2400035612.html").read_bytes() == (
+        SAMPLE / "adilet/rus/V2400035612.html"
+    ).read_bytes()
+    assert (landing / "adilet/kaz/K1500000414.html").read_bytes() == (
+        SAMPLE / "adilet/kaz/K1500000414.html"
+    ).read_bytes()
+    objects = list((landing / "objects").rglob("*"))
+    assert len([o for o in objects if o.is_file()]) == len({x.sha256 for x in landed})  # stored once each
+    assert not [p for p in landing.rglob("*") if p.name.endswith(".tmp")]
+    assert all(not any(v for v in server.faults.values()) for _ in [0])  # every injected fault was hit
+    assert len(server.log) == len(landed) + len(fetcher.missing) + 5  # one extra request per injected fault
+
+
+def test_second_fetch_of_unchanged_pages_makes_conditional_requests_only(server: _Server, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    with _fetcher(server, landing) as fetcher:
+        first = fetcher.fetch_act("K1500000414")
+        before = _landing_files(landing)
+        server.log.clear()
+        second = fetcher.fetch_act("K1500000414")
+    assert [x.status for x in first] == [200] * 4 and [x.status for x in second] == [304] * 4
+    assert all(headers.get("If-None-Match") for _, headers in server.log) and len(server.log) == 4
+    assert not any(x.changed for x in second)
+    after = _landing_files(landing)
+    assert {k: v for k, v in after.items() if not k.endswith(".meta")} == {
+        k: v for k, v in before.items() if not k.endswith(".meta")
+    }
+
+
+def test_terminal_errors_are_not_retried(server: _Server, tmp_path: Path) -> None:
+    with _fetcher(server, tmp_path / "landing") as fetcher, pytest.raises(FetchError, match="HTTP 404"):
+        fetcher.fetch_act("V9999999999", languages=("rus",), info=False, missing_ok=False)
+    assert len(server.log) == 1
+
+
+def test_transient_errors_give_up_after_the_last_attempt(server: _Server, tmp_path: Path) -> None:
+    server.faults = {"/rus/docs/V2400035612": ["500"] * 10}
+    with _fetcher(server, tmp_path / "landing", attempts=3) as fetcher, pytest.raises(FetchError, match="HTTP 500"):
+        fetcher.fetch_act("V2400035612", languages=("rus",), info=False)
+    assert len(server.log) == 3 and not (tmp_path / "landing" / "adilet").exists()
+
+
+def test_polite_interval_between_requests(server: _Server, tmp_path: Path) -> None:
+    waits: list[float] = []
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    with Fetcher(tmp_path / "landing", base_url=base, min_interval=0.5, sleep=waits.append) as fetcher:
+        fetcher.fetch_act("V2400035612", languages=("rus",))
+    assert len(waits) == 1 and 0.3 < waits[0] <= 0.5  # the second request waited for the interval
+
+
+def test_rss_index_and_offline_reextract_of_the_landing_zone(server: _Server, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    with _fetcher(server, landing) as fetcher:
+        ids = fetcher.index_ids(f"http://127.0.0.1:{server.server_address[1]}/rus/rss")
+        assert ids == list(IDS[:2])
+        for adilet_id in ids:
+            fetcher.fetch_act(adilet_id, languages=("rus",))
+    server.shutdown()  # no network from here on
+    info = run([landing / "adilet"], tmp_path / "home")
+    assert info.documents == 2 and info.rejected == 0
+    rows = connect(tmp_path / "home").execute("SELECT doc_id, order_number FROM registry ORDER BY 1").fetchall()
+    assert rows == [("v2100022334", "211"), ("v2400035612", "211")]
+
+
+def test_a_fetch_round_records_failures_and_goes_on(server: _Server, tmp_path: Path) -> None:
+    from extractors.fetch import fetch_into_landing
+
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    summary = fetch_into_landing(tmp_path / "landing", ["V2400035612", "V9999999999"], base_url=base, min_interval=0)
+    assert (summary.requested, summary.landed) == (2, 2)  # rus page + rus info of the one that exists
+    assert len(summary.missing or []) == 6 and not summary.failed
+    server.shutdown()
+    server.server_close()
+    offline = fetch_into_landing(tmp_path / "landing", ["V2400035612"], base_url=base, min_interval=0, backoff=0.01)
+    assert offline.landed == 0 and offline.failed and "ConnectError" in offline.failed[0]["reason"]
+    assert (tmp_path / "landing/adilet/rus/V2400035612.html").exists()  # what landed before is still there
