@@ -29,6 +29,7 @@ def write_parquet_atomic(table: pa.Table, path: Path, schema: pa.Schema, name: s
     table = conform(table, schema, name)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; published files are read by other users (Airflow workers)
     try:
         with os.fdopen(fd, "wb") as handle:
             pq.write_table(table, handle, compression="zstd", row_group_size=ROW_GROUP_SIZE)

@@ -161,6 +161,7 @@ def locked(home: Path) -> Iterator[None]:
 def write_text_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o644)  # mkstemp makes 0600; published files are read by other users (Airflow workers)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)

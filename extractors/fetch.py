@@ -231,6 +231,7 @@ def _write_meta(view: Path, landed: Landed) -> None:
 def _atomic_write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o644)  # readable by the other users of the landing zone (mkstemp makes 0600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -10,6 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE = ROOT / "data" / "sample"
 CORPUS = Path(os.environ.get("ZAN_SHARED_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+# Airflow reads its configuration when first imported: point it at a throwaway home with a SQLite metadata
+# DB and our DAGs before any test imports it (a developer's own AIRFLOW_HOME is never touched).
+os.environ["AIRFLOW_HOME"] = tempfile.mkdtemp(prefix="zan-airflow-")
+os.environ["AIRFLOW__CORE__DAGS_FOLDER"] = str(ROOT / "dags")
+os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+os.environ["AIRFLOW__CORE__UNIT_TEST_MODE"] = "True"
 
 
 def corpus_file(relative: str) -> Path:
@@ -28,3 +42,40 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     home = tmp_path_factory.mktemp("sample-home")
     info = run([SAMPLE], home)
     return info, home
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def chroma_server(path: Path) -> Iterator[str]:
+    """A real ``chroma run`` server on 127.0.0.1 (the CLI installed beside this Python); yields its URL."""
+    from enrich.index import open_client
+
+    chroma = Path(sys.executable).parent / "chroma"
+    if not chroma.exists():
+        pytest.skip(f"chroma CLI not installed beside {sys.executable}")
+    port = free_port()
+    server = subprocess.Popen(
+        [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                open_client(chroma_url=url).heartbeat()
+                break
+            except Exception:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise
+                time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -19,7 +17,7 @@ from enrich.pipeline import RunError, RunOptions, run
 from enrich.query import connect
 from enrich.versions import published_dir, published_file
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
-from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
+from tests.conftest import CORPUS, ROOT, SAMPLE, chroma_server, corpus_file
 
 
 def _sql(home: Path, query: str) -> list[tuple]:  # type: ignore[type-arg]
@@ -191,34 +189,8 @@ def test_every_command_has_help_with_an_example(command: list[str]) -> None:
     assert done.returncode == 0 and "Example" in done.stdout
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_run_against_a_real_chroma_server(tmp_path: Path) -> None:
-    chroma = Path(sys.executable).parent / "chroma"
-    if not chroma.exists():
-        pytest.skip(f"chroma CLI not installed beside {sys.executable}")
-    port = _free_port()
-    server = subprocess.Popen(
-        [str(chroma), "run", "--path", str(tmp_path / "server"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                open_client(chroma_url=url).heartbeat()
-                break
-            except Exception:
-                time.sleep(0.5)
+    with chroma_server(tmp_path / "server") as url:
         info = run([SAMPLE / "standards"], tmp_path / "home", chroma_url=url)
         assert open_client(chroma_url=url).get_collection(COLLECTION).count() == info.chunks == info.indexed
         assert not (tmp_path / "home" / "chroma").exists()
-    finally:
-        server.terminate()
-        server.wait(timeout=30)

@@ -1,0 +1,17 @@
+# The Airflow image with zan installed (library + CLI); the DAGs are mounted from ./dags.
+# Pinned: Airflow 3.3.2 on Python 3.11, the versions zan is tested with (uv.lock).
+FROM apache/airflow:3.3.2-python3.11
+
+USER root
+RUN mkdir -p /opt/zan/data /opt/zan/landing /opt/zan/sources /opt/zan/models \
+    && chown -R airflow:0 /opt/zan
+USER airflow
+
+COPY --chown=airflow:0 pyproject.toml README.md /opt/zan/src/
+COPY --chown=airflow:0 extractors /opt/zan/src/extractors
+COPY --chown=airflow:0 enrich /opt/zan/src/enrich
+COPY --chown=airflow:0 schemas /opt/zan/src/schemas
+COPY --chown=airflow:0 lookup /opt/zan/src/lookup
+COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
+# Airflow's own constraints keep its dependencies as the image has them; zan adds chromadb, duckdb, pyarrow…
+RUN pip install --no-cache-dir "apache-airflow==3.3.2" /opt/zan/src

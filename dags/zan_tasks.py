@@ -1,0 +1,170 @@
+"""Task wiring shared by the zan DAGs: each task resolves its settings and calls one library function.
+
+Heavy imports (the ``enrich`` library, Chroma, DuckDB, pyarrow) happen inside the tasks, never at parse
+time; nothing here touches the network, the metadata database or Variables while a DAG file is parsed.
+Paths, not data, travel through XCom: the run's state file, shard files, the report path.
+
+Settings (environment of the workers; defaults fit the docker-compose deployment):
+``ZAN_HOME`` data directory (/opt/zan/data) · ``ZAN_SOURCES`` source folders, ``:``-separated ·
+``ZAN_LANDING`` landing zone of the fetcher · ``ZAN_FETCH_IDS`` adilet ids to fetch, comma-separated ·
+``ZAN_FETCH_RSS`` an RSS index URL · ``ZAN_ADILET_URL`` site root · ``ZAN_CHROMA_URL`` Chroma server (else
+embedded under ZAN_HOME) · ``ZAN_EMBEDDER`` ``hash`` or ``st:/models/bge-m3`` · ``ZAN_SHARDS`` extract shards.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from airflow.sdk import Asset, chain, get_current_context, task
+from airflow.sdk.exceptions import AirflowFailException
+
+T = TypeVar("T")
+
+REGISTRY_ASSET = Asset(name="zan_registry", uri="file:///zan/registry")
+INDEX_ASSET = Asset(name="zan_index", uri="file:///zan/chroma/zan_chunks")
+DEFAULT_ARGS = {"owner": "zan", "retries": 2, "retry_exponential_backoff": True}
+
+
+def setting(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def home() -> Path:
+    return Path(setting("ZAN_HOME", "/opt/zan/data"))
+
+
+def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Call the library; its terminal errors (bad input, refused shrink, failed validation) fail the task at
+    once with the reason in the log, while transient ones (a busy lease, Chroma or network I/O) are retried."""
+    from enrich.build import RunError
+    from schemas.arrow import SchemaError
+
+    try:
+        return call(*args, **kwargs)
+    except (RunError, SchemaError, ValueError, FileNotFoundError) as exc:
+        raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
+
+
+@task
+def fetch() -> dict[str, Any]:
+    """Fetch the configured acts into the landing zone; with no network the landing zone is read as it is."""
+    from extractors.fetch import fetch_into_landing
+
+    ids = [i for i in setting("ZAN_FETCH_IDS").split(",") if i.strip()]
+    rss, landing = setting("ZAN_FETCH_RSS") or None, setting("ZAN_LANDING")
+    if not landing or not (ids or rss):
+        return {"requested": 0, "skipped": "no ZAN_LANDING, ZAN_FETCH_IDS or ZAN_FETCH_RSS configured"}
+    summary = fetch_into_landing(Path(landing), ids, rss, setting("ZAN_ADILET_URL", "https://adilet.zan.kz"))
+    return summary.as_dict()
+
+
+def sources(extra: list[str] | None = None) -> list[Path]:
+    folders = [Path(p) for p in setting("ZAN_SOURCES").split(os.pathsep) if p]
+    landing = setting("ZAN_LANDING")
+    if landing and (Path(landing) / "adilet").is_dir():
+        folders.append(Path(landing) / "adilet")
+    return folders + [Path(p) for p in extra or []]
+
+
+@task
+def plan(fetched: dict[str, Any] | None = None) -> list[str]:
+    """Take the lease and plan the run (scope, files to read, shards); returns one ``state#shard`` reference
+    per shard (at least one). Params, when the DAG has them, scope the run."""
+    from enrich import stages
+    from enrich.runstate import RunOptions
+
+    params = get_current_context()["params"]
+    options = RunOptions(
+        only=tuple(params.get("doc_ids") or ()),
+        since=_date(params.get("since")),
+        dry_run=bool(params.get("dry_run", False)),
+        force_reembed=bool(params.get("force_reembed", False)),
+        allow_shrink=bool(params.get("allow_shrink", False)),
+    )
+    scoped = [str(p) for p in params.get("sources") or []]
+    chosen = [Path(p) for p in scoped] if scoped else ([] if options.only or options.since else sources())
+    state = terminal(
+        stages.begin, home(), chosen, options, setting("ZAN_CHROMA_URL") or None,
+        setting("ZAN_EMBEDDER", "hash"), int(setting("ZAN_SHARDS", "4")),
+    )  # fmt: skip
+    return [f"{state}#{n}" for n in range(len(stages.RunState.load(state).shards))]
+
+
+def _date(value: Any) -> Any:
+    import datetime as dt
+
+    return dt.date.fromisoformat(value) if value else None
+
+
+def _state_of(shard_ref: str) -> str:
+    return shard_ref.rsplit("#", 1)[0]
+
+
+@task
+def extract(shard_ref: str) -> str:
+    """Extract one shard of the run's files (mapped: one task instance per shard)."""
+    from enrich import stages
+
+    state, shard = shard_ref.rsplit("#", 1)
+    return str(terminal(stages.extract_shard, state, int(shard)))
+
+
+@task
+def assemble(shard_files: list[str]) -> str:
+    """Build the version's tables from every shard; returns the run's state file."""
+    from enrich import stages
+
+    state = str(Path(shard_files[0]).parent / "state.json")
+    return str(terminal(stages.assemble_version, state))
+
+
+@task
+def index(state: str) -> dict[str, Any]:
+    from enrich import stages
+
+    return terminal(stages.index, state).as_dict()
+
+
+@task
+def validate(state: str) -> dict[str, Any]:
+    from enrich import stages
+
+    return terminal(stages.validate, state).as_dict()
+
+
+@task(outlets=[REGISTRY_ASSET, INDEX_ASSET])
+def publish(state: str) -> dict[str, Any]:
+    """Publish the version; downstream DAGs scheduled on the registry/index assets run after it."""
+    from enrich import stages
+
+    info = terminal(stages.publish, state)
+    events = get_current_context()["outlet_events"]
+    for asset in (REGISTRY_ASSET, INDEX_ASSET):
+        events[asset].extra = {"version": info.version, "status": info.status, "home": str(home())}
+    return info.as_dict()
+
+
+@task
+def report(state: str) -> str | None:
+    from enrich import stages
+
+    path = terminal(stages.report, state)
+    return str(path) if path else None
+
+
+@task
+def finish(shard_refs: list[str]) -> dict[str, Any]:
+    """The teardown (always runs): releases the lease and removes work files; a failed run is recorded in its report."""
+    from enrich import stages
+
+    return stages.finish(_state_of(shard_refs[0])).as_dict()
+
+
+def wire(fetched: Any = None) -> None:
+    """plan → extract (mapped over shards) → assemble → index → validate → publish → report; finish last."""
+    planned = plan(fetched)
+    state = assemble(extract.expand(shard_ref=planned))
+    chain(index(state), validate(state), publish(state), report(state), finish(planned).as_teardown(setups=planned))

@@ -1,0 +1,179 @@
+"""The Airflow DAGs against a real Airflow 3.3 in-process (SQLite metadata DB set up by conftest) and a real
+``chroma run`` server: the three kinds of DAG test (import, parse hygiene, structure) and ``dag.test()`` end
+to end on the bundled corpus, plus ``airflow dags test`` as the README tells it."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+from enrich.index import COLLECTION, open_client
+from enrich.versions import current_version, published_file
+from tests.conftest import ROOT, SAMPLE, chroma_server
+
+DAGS = ROOT / "dags"
+STAGES = ["plan", "extract", "assemble", "index", "validate", "publish", "report", "finish"]
+
+
+@pytest.fixture(scope="module")
+def metadata_db() -> None:
+    from airflow.utils import db
+
+    db.initdb()
+
+
+@pytest.fixture
+def dagbag(metadata_db: None) -> Any:
+    """Parsed afresh per test, as a worker would: ``dag.test(run_conf=…)`` leaves its conf in the DAG's params."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    return DagBag(dag_folder=str(DAGS))
+
+
+def test_dags_import_without_errors(dagbag: Any) -> None:
+    assert dagbag.import_errors == {}
+    assert set(dagbag.dag_ids) == {"zan_reextract", "zan_backfill"}
+    for dag in dagbag.dags.values():
+        assert dag.doc_md and "zan" in dag.tags and dag.max_active_runs == 1
+        assert all(t.owner == "zan" for t in dag.tasks)
+
+
+def test_parse_hygiene_no_network_no_db_no_heavy_imports() -> None:
+    """Parse the DAG files with sockets and database connections forbidden; the library stays unimported."""
+    probe = """
+import json, runpy, socket, sys
+def forbidden(*args, **kwargs):
+    raise RuntimeError("network or database access while parsing a DAG file")
+socket.socket.connect = forbidden
+socket.create_connection = forbidden
+import sqlalchemy.engine
+sqlalchemy.engine.Engine.connect = forbidden
+for path in sys.argv[1:]:
+    runpy.run_path(path)
+heavy = {"chromadb", "duckdb", "enrich", "extractors", "lookup", "schemas", "httpx", "lxml"}
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] in heavy)))
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", probe, str(DAGS / "zan_reextract.py"), str(DAGS / "zan_backfill.py")],
+        capture_output=True, text=True, cwd=ROOT, timeout=300, env=os.environ.copy(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert not [m for m in loaded if m.split(".")[0] in {"chromadb", "duckdb", "enrich", "extractors", "lookup"}]
+
+
+def _edges(dag: Any) -> set[tuple[str, str]]:
+    return {(t.task_id, d) for t in dag.tasks for d in t.downstream_task_ids}
+
+
+def test_structure_of_both_dags(dagbag: Any) -> None:
+    reextract, backfill = dagbag.get_dag("zan_reextract"), dagbag.get_dag("zan_backfill")
+    assert [t.task_id for t in reextract.topological_sort()] == ["fetch", *STAGES]
+    assert [t.task_id for t in backfill.topological_sort()] == STAGES
+    chain = set(zip(STAGES, STAGES[1:], strict=False))
+    data = {("plan", "finish")} | {("assemble", t) for t in ("validate", "publish", "report")}  # the state path
+    assert _edges(backfill) == chain | data
+    assert _edges(reextract) == chain | data | {("fetch", "plan")}
+    assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
+    assert {a.name for a in reextract.get_task("publish").outlets} == {"zan_registry", "zan_index"}
+    assert reextract.schedule == "@weekly" and backfill.schedule is None
+    assert set(backfill.params) == {"doc_ids", "sources", "since", "force_reembed", "dry_run", "allow_shrink"}
+    assert reextract.get_task("plan").retries == 2
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, str]]:
+    """The compose topology natively: a real Chroma server, a data dir and a source folder, as the tasks'
+    environment names them."""
+    src, home = tmp_path / "sources", tmp_path / "zan"
+    shutil.copytree(SAMPLE, src)
+    with chroma_server(tmp_path / "chroma-server") as url:
+        monkeypatch.setenv("ZAN_HOME", str(home))
+        monkeypatch.setenv("ZAN_SOURCES", str(src))
+        monkeypatch.setenv("ZAN_CHROMA_URL", url)
+        monkeypatch.setenv("ZAN_SHARDS", "3")
+        monkeypatch.delenv("ZAN_LANDING", raising=False)
+        yield src, home, url
+
+
+def _hashes(home: Path) -> dict[str, tuple[str, str]]:
+    table = pq.read_table(
+        published_file(home, "enriched_chunks.parquet"), columns=["chunk_id", "text_hash", "meta_hash"]
+    )
+    ids, texts, metas = (table.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
+    return {i: (t, m) for i, t, m in zip(ids, texts, metas, strict=True)}
+
+
+def test_reextract_then_backfill_end_to_end(dagbag: Any, deployment: tuple[Path, Path, str]) -> None:
+    src, home, url = deployment
+    first = dagbag.get_dag("zan_reextract").test()
+    assert first.state == "success"
+    assert current_version(home) == "v000001" and not (home / ".lease").exists()
+    served = open_client(chroma_url=url).get_collection(COLLECTION)
+    assert served.count() == len(_hashes(home)) == 81 and not (home / "chroma").exists()
+
+    before = _hashes(home)
+    mchs = src / "adilet/rus/V2100022334.html"
+    mchs.write_text(mchs.read_text("utf-8").replace(">Действующий", ">Утративший силу"), "utf-8")
+    code = src / "adilet/rus/K1500000414.html"
+    code.write_text(code.read_text("utf-8").replace("Статья 156. Стороны", "Статья 156. (ред.) Стороны"), "utf-8")
+    backfill = dagbag.get_dag("zan_backfill").test(run_conf={"doc_ids": ["v2100022334"]})
+    assert backfill.state == "success" and current_version(home) == "v000002"
+    after = _hashes(home)
+    changed = {c for c in before if before[c] != after.get(c)}
+    assert changed == {c for c in before if c.startswith("v2100022334:")}  # the Labour Code edit waits
+    report = json.loads((home / "versions/v000002/report.json").read_text("utf-8"))
+    assert (report["scope"], report["metadata_changed"], report["embedded"]) == ("only", 4, 0)
+
+
+def test_backfill_params_are_validated(dagbag: Any, deployment: tuple[Path, Path, str]) -> None:
+    from airflow.sdk.definitions.param import ParamValidationError
+
+    backfill = dagbag.get_dag("zan_backfill")
+    with pytest.raises(ParamValidationError, match="doc_ids"):
+        backfill.test(run_conf={"doc_ids": "v2100022334"})
+    with pytest.raises(ParamValidationError, match="dry_run"):
+        backfill.test(run_conf={"dry_run": "yes"})
+
+
+def test_a_terminal_error_fails_fast_and_keeps_the_published_version(
+    dagbag: Any, deployment: tuple[Path, Path, str], tmp_path: Path
+) -> None:
+    src, home, url = deployment
+    assert dagbag.get_dag("zan_reextract").test().state == "success"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    failed = dagbag.get_dag("zan_backfill").test(run_conf={"sources": [str(empty)]})
+    assert failed.state == "failed"
+    plan = next(ti for ti in failed.get_task_instances() if ti.task_id == "plan")
+    assert plan.state == "failed" and plan.try_number == 1  # no retries for a terminal error
+    assert current_version(home) == "v000001" and not (home / ".lease").exists()
+    reports = [json.loads(p.read_text("utf-8")) for p in sorted((home / "runs").glob("*.json"))]
+    assert reports[-1]["status"] == "failed" and "no source files under" in reports[-1]["error"]
+
+
+def test_airflow_dags_test_cli_as_the_readme_says(tmp_path: Path) -> None:
+    """``AIRFLOW_HOME=… airflow db migrate && airflow dags test zan_reextract`` on the bundled corpus."""
+    airflow = Path(sys.executable).parent / "airflow"
+    env = {
+        **os.environ,
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "ZAN_HOME": str(tmp_path / "zan"),
+        "ZAN_SOURCES": str(SAMPLE),
+    }
+    env.pop("ZAN_CHROMA_URL", None)
+    for args in (["db", "migrate"], ["dags", "test", "zan_reextract"]):
+        done = subprocess.run([str(airflow), *args], capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
+    assert current_version(tmp_path / "zan") == "v000001"
