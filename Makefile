@@ -18,11 +18,12 @@ setup: $(if $(filter .tools/bin/uv,$(UV)),.tools/bin/uv)
 run: setup  ## extract, build the registry, enrich and index the bundled corpus into ./data
 	$(UV) run zan run --home $(HOME_DIR)
 	$(UV) run zan sql "SELECT doc_id, doc_type, issuer, order_number, law_zrk, intl_org, intl_section FROM registry ORDER BY doc_id" --home $(HOME_DIR)
+	$(UV) run zan lookup "приказ 211" --home $(HOME_DIR) --k-per-doc 1
 
 test: setup  ## the test suite (the same command CI runs)
 	$(UV) run pytest -q
 
-lint: setup  ## ruff and mypy on the packages
+lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
 	$(UV) run mypy extractors enrich schemas lookup
@@ -33,4 +34,4 @@ sample: setup  ## regenerate data/sample from scripts/sample_*.py
 	$(UV) run python scripts/build_sample.py
 
 clean:
-	rm -rf .venv .tools data/*.parquet data/chroma data/.staging
+	rm -rf .venv .tools data/*.parquet data/chroma data/.staging data/versions data/CURRENT data/runs data/vectors data/work .airflow
