@@ -246,11 +246,14 @@ def sql_command(
     sys.stdout.write(output)
 
 
+KPerDocOption = Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")]
+
+
 @app.command("lookup")
 def lookup_command(
     query: Annotated[str, typer.Argument(help="A question that may name documents: «ст. 182 ТК РК», «приказ 211».")],
     home: HomeOption = Path("data"),
-    k_per_doc: Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")] = 5,
+    k_per_doc: KPerDocOption = 5,
     chroma_url: ChromaUrlOption = None,
     embedder: EmbedderOption = "hash",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -279,7 +282,7 @@ def lookup_command(
 def eval_command(
     golden: Annotated[Path, typer.Argument(help="Golden queries, JSON Lines (data/golden/golden.jsonl).")],
     home: HomeOption = Path("data"),
-    k_per_doc: Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")] = 5,
+    k_per_doc: KPerDocOption = 5,
     chroma_url: ChromaUrlOption = None,
     embedder: EmbedderOption = "hash",
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,

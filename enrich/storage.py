@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from extractors.files import atomic_writer
 from schemas.arrow import conform
 
 ROW_GROUP_SIZE = 122_880  # DESIGN.md: ~2x faster DuckDB joins than one big row group
@@ -27,18 +26,8 @@ def write_parquet_atomic(table: pa.Table, path: Path, schema: pa.Schema, name: s
     A reader sees either the previous file or the new one, never a half-written file.
     """
     table = conform(table, schema, name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; published files are read by other users (Airflow workers)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            pq.write_table(table, handle, compression="zstd", row_group_size=ROW_GROUP_SIZE)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_writer(path) as handle:
+        pq.write_table(table, handle, compression="zstd", row_group_size=ROW_GROUP_SIZE)
     return path
 
 

@@ -17,14 +17,14 @@ import contextlib
 import datetime as dt
 import fcntl
 import json
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from extractors.files import atomic_write
 
 OUTPUTS = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet")
 KEEP_VERSIONS = 5
@@ -159,18 +159,7 @@ def locked(home: Path) -> Iterator[None]:
 
 
 def write_text_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, 0o644)  # mkstemp makes 0600; published files are read by other users (Airflow workers)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, text.encode("utf-8"))
 
 
 def now_iso() -> str:

@@ -19,7 +19,6 @@ import hashlib
 import json
 import os
 import re
-import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
@@ -28,6 +27,8 @@ from typing import Any
 
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+
+from extractors.files import atomic_write
 
 BASE_URL = "https://adilet.zan.kz"
 LANGUAGES = ("rus", "kaz")
@@ -196,7 +197,7 @@ class Fetcher:
     def _store(self, digest: str, body: bytes, view: Path) -> None:
         blob = self.landing / "objects" / digest[:2] / digest
         if not blob.exists():
-            _atomic_write(blob, body)
+            atomic_write(blob, body)
         view.parent.mkdir(parents=True, exist_ok=True)
         tmp = view.with_name(f".{view.name}.{os.getpid()}.tmp")
         tmp.unlink(missing_ok=True)
@@ -225,22 +226,7 @@ def _read_meta(view: Path) -> dict[str, Any] | None:
 
 
 def _write_meta(view: Path, landed: Landed) -> None:
-    _atomic_write(_meta_path(view), json.dumps(landed.as_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.chmod(tmp, 0o644)  # readable by the other users of the landing zone (mkstemp makes 0600)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(_meta_path(view), json.dumps(landed.as_dict(), ensure_ascii=False, indent=1).encode("utf-8"))
 
 
 @dataclass
