@@ -12,6 +12,8 @@ from lookup.registry_index import DocInfo, Match
 ASK = "Спроси пользователя, какой нужен."
 REFUSE = "Скажи: «этого документа нет в моей базе». Не выдумывай."
 REFUSE_ARTICLE = "Скажи: «этой статьи нет в моей базе». Не выдумывай."
+# A document in force needs no remark; one that lost force must be said, so the answer does not cite it as law.
+_STATUS_WORDS = {"in_force": "", "updated": "", "unknown": "", "repealed": "УТРАТИЛ СИЛУ, не цитируй как действующий"}
 NO_IDENTIFIER = "В вопросе нет номеров документов: источники найдены смысловым поиском, проверь их по тексту."
 
 
@@ -23,8 +25,8 @@ def describe(doc: DocInfo, articles: tuple[str, ...] = ()) -> str:
         parts.append(f"{doc.issuer} {issued}" if doc.issuer else issued)
     if articles:
         parts.append(", ".join(f"ст. {a}" for a in articles))
-    status = "" if doc.status in ("active", "unknown") else f"; статус: {doc.status}"
-    return f"{', '.join(parts)} ({doc.ref}{status})"
+    status = _STATUS_WORDS.get(doc.status, f"статус: {doc.status}")
+    return f"{', '.join(parts)} ({doc.ref}{'; ' + status if status else ''})"
 
 
 def hint_line(match: Match, docs: dict[str, DocInfo]) -> str:

@@ -211,3 +211,14 @@ def test_real_labour_code_article_182_only(real_home: Path, query: str) -> None:
     assert out["status"] == "exact" and out["chunks"]
     assert all(c["doc_id"] == TK and c["article_labels"] == ["182"] for c in out["chunks"])
     assert all(c["chunk_id"].startswith("k1500000414:art182:") for c in out["chunks"])
+
+
+def test_hint_warns_when_a_document_lost_force(lookup: Lookup) -> None:
+    import dataclasses
+
+    from lookup.hint import describe
+
+    doc = lookup.registry.docs["v2200028911"]
+    assert "УТРАТИЛ СИЛУ" not in describe(doc)
+    repealed = describe(dataclasses.replace(doc, status="repealed"))
+    assert repealed.endswith("(V2200028911; УТРАТИЛ СИЛУ, не цитируй как действующий)")
