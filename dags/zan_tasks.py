@@ -113,12 +113,20 @@ def extract(shard_ref: str) -> str:
 
 
 @task
-def assemble(shard_files: list[str]) -> str:
-    """Build the version's tables from every shard; returns the run's state file."""
+def registry(shard_files: list[str]) -> str:
+    """Merge every shard's documents into registry rows and chunks; returns the run's state file."""
     from enrich import stages
 
     state = str(Path(shard_files[0]).parent / "state.json")
-    return str(terminal(stages.assemble_version, state))
+    return str(terminal(stages.registry, state))
+
+
+@task
+def enrich(state: str) -> str:
+    """Join the identifier fields onto the chunks (DuckDB) and stage the version's tables."""
+    from enrich import stages
+
+    return str(terminal(stages.enrich, state))
 
 
 @task
@@ -164,7 +172,8 @@ def finish(shard_refs: list[str]) -> dict[str, Any]:
 
 
 def wire(fetched: Any = None) -> None:
-    """plan → extract (mapped over shards) → assemble → index → validate → publish → report; finish last."""
+    """plan → extract (mapped over shards) → registry → enrich → index → validate → publish → report;
+    the finish teardown last."""
     planned = plan(fetched)
-    state = assemble(extract.expand(shard_ref=planned))
+    state = enrich(registry(extract.expand(shard_ref=planned)))
     chain(index(state), validate(state), publish(state), report(state), finish(planned).as_teardown(setups=planned))

@@ -157,6 +157,17 @@ def build(
     return assemble(scope, previous, run_id, prepared, documents, rejects, only)
 
 
+@dataclass
+class Rebuilt:
+    """The registry stage's output: rows and chunks of the documents this run rebuilt."""
+
+    registry: pa.Table
+    chunks: pa.Table
+    rejects: list[dict[str, Any]]
+    reused: set[str]
+    extracted: int
+
+
 def assemble(
     scope: Scope,
     previous: Published | None,
@@ -167,14 +178,29 @@ def assemble(
     only: tuple[str, ...] = (),
 ) -> Built:
     """The new version's tables: carried-over and reused documents as published, the rest rebuilt."""
-    keys, reused, rejects = prepared.keys, set(prepared.reused), list(rejects)
+    rebuilt = registry_of(scope, previous, run_id, prepared, documents, rejects, only)
+    return enrich_version(scope, previous, run_id, rebuilt, prepared.keys)
+
+
+def registry_of(
+    scope: Scope,
+    previous: Published | None,
+    run_id: str,
+    prepared: Prepared,
+    documents: dict[str, Document],
+    rejects: list[dict[str, Any]],
+    only: tuple[str, ...] = (),
+) -> Rebuilt:
+    """Registry rows and chunks of the extracted documents, merged across sources and languages. A file
+    that joins a reused document (another source, another language of the same act) rebuilds that one."""
+    reused, rejects = set(prepared.reused), list(rejects)
     failed_reads = {r["source_file"] for r in rejects}
     while True:
         registry_new, chunks_new, build_rejects = _registry_and_chunks(list(documents.values()), run_id)
         clash = _clashes(registry_new, reused, previous)
         if not clash:
             break
-        reused -= clash  # a new file joins a reused document (another source, another language): rebuild it
+        reused -= clash
         more = [f for f in scope.files if str(f) not in documents and str(f) not in failed_reads
                 and _needs_reading(f, reused, previous)]  # fmt: skip
         extra_docs, extra_rejects = extract_files(more, run_id)
@@ -186,8 +212,16 @@ def assemble(
     if scope.files and not documents and not reused:
         reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
         raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
-    joined = enrich_tables(registry_new, chunks_new)
-    rejects += build_rejects + [
+    return Rebuilt(registry_new, chunks_new, rejects + build_rejects, reused, len(documents))
+
+
+def enrich_version(
+    scope: Scope, previous: Published | None, run_id: str, rebuilt: Rebuilt, keys: dict[str, str]
+) -> Built:
+    """Join the registry's identifier fields onto the rebuilt chunks (DuckDB), then combine them with the
+    published documents that stay as they are."""
+    joined = enrich_tables(rebuilt.registry, rebuilt.chunks)
+    rejects = rebuilt.rejects + [
         _reject(
             run_id,
             "enrich",
@@ -198,14 +232,14 @@ def assemble(
         )  # fmt: skip
         for r in joined.orphans.to_pylist()
     ]
-    rebuilt = set(registry_new.column("doc_id").to_pylist())
+    rebuilt_ids = set(rebuilt.registry.column("doc_id").to_pylist())
     failed = {r["source_file"] for r in rejects if r["stage"] == "extract"}
-    carried = _carried(scope, previous, rebuilt, reused, failed)
-    registry = _combine(previous.registry if previous else None, carried, registry_new, "doc_id")
-    chunks = _combine(previous.chunks if previous else None, carried, chunks_new, "chunk_id")
+    carried = _carried(scope, previous, rebuilt_ids, rebuilt.reused, failed)
+    registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
+    chunks = _combine(previous.chunks if previous else None, carried, rebuilt.chunks, "chunk_id")
     enriched = _combine(previous.enriched if previous else None, carried, joined.enriched, "chunk_id")
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
-    return Built(registry, chunks, enriched, rejects, rebuilt, reused, merged_keys, len(documents))
+    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, rebuilt.extracted)
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:

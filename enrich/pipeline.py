@@ -58,7 +58,8 @@ def run(
         try:
             for n in range(len(stages.RunState.load(state).shards)):
                 stages.extract_shard(state, n, progress)
-            stages.assemble_version(state)
+            stages.registry(state)
+            stages.enrich(state)
             stages.index(state, embedder, progress)
             stages.validate(state)
             stages.publish(state)

@@ -148,7 +148,7 @@ class RunState:
     reused: list[str]
     shards: list[list[str]]
     started: str
-    stage: str = "planned"  # planned, assembled, indexed, validated, published, reported, finished
+    stage: str = "planned"  # planned, registry, enriched, indexed, validated, published, reported
     same: bool = False  # the run rebuilt exactly the published version
     rebuilt: list[str] = field(default_factory=list)
     file_keys: dict[str, str] = field(default_factory=dict)

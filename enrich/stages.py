@@ -1,12 +1,14 @@
 """The main job as stages over files: ``zan run`` calls them in one process, an Airflow DAG calls one per
 task and passes the state file's path through XCom. Same library path either way.
 
-    begin → extract_shard × N → assemble → index → validate → publish → report, then finish (always)
+    begin → extract_shard × N → registry → enrich → index → validate → publish → report; finish (always)
 
 - ``begin`` takes the data directory's lease (one run at a time), plans the scope, decides which files
   must be read (unchanged documents are reused) and splits them into shards.
 - ``extract_shard`` reads one shard's files into documents (pickled beside the state: an internal format).
-- ``assemble`` builds the version's tables (registry, chunks, enriched chunks, rejects) into staging.
+- ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages).
+- ``enrich`` joins the identifier fields onto the chunks (DuckDB), combines them with the documents that
+  stay as they are, and stages the version's tables (registry, chunks, enriched chunks, rejects).
 - ``index`` classifies every chunk against the index, applies the shrink gate, embeds only unseen text
   and writes only what changed (marking the index dirty first).
 - ``validate`` checks the staged tables' contracts and reads back every chunk it wrote.
@@ -29,7 +31,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from enrich.build import Prepared, RunError, Scope, assemble, carry_rejects, extract_files, plan_scope, prepare
+from enrich.build import (
+    Prepared,
+    Rebuilt,
+    RunError,
+    Scope,
+    carry_rejects,
+    enrich_version,
+    extract_files,
+    plan_scope,
+    prepare,
+    registry_of,
+)
 from enrich.diff import CLASSES, ChunkDiff, classify
 from enrich.embed import Embedder, embedder_id_of, make_embedder
 from enrich.failpoints import failpoint
@@ -176,15 +189,15 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     return out
 
 
-# --- assemble -------------------------------------------------------------------------------------------
+# --- registry and enrich -------------------------------------------------------------------------------------------
 
 
-def assemble_version(state_path: Path | str) -> Path:
-    """Registry, chunks, enriched chunks and rejects of the new version, written to staging."""
+def registry(state_path: Path | str) -> Path:
+    """Registry rows and chunks of the documents the shards extracted (staged for the enrich stage)."""
     state = RunState.load(state_path)
     info, home = state.run_info(), Path(state.home)
     previous = Published.load(home, state.previous) if state.previous else None
-    with timed(info, "assemble"):
+    with timed(info, "registry"):
         documents: dict[str, Any] = {}
         rejects: list[dict[str, Any]] = []
         for n in range(len(state.shards)):
@@ -195,16 +208,37 @@ def assemble_version(state_path: Path | str) -> Path:
                 shard_documents, shard_rejects = pickle.load(handle)
             documents.update(shard_documents)
             rejects += shard_rejects
-        scope = _scope(state)
-        options = state.run_options
         prepared = Prepared(state.keys, set(state.reused), [])
-        built = assemble(scope, previous, state.run_id, prepared, documents, rejects, options.only)
+        rebuilt = registry_of(_scope(state), previous, state.run_id, prepared, documents, rejects,
+                              state.run_options.only)  # fmt: skip
+        write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
+        write_parquet_atomic(rebuilt.chunks, state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks")
+        write_text_atomic(state.work / "rejects.json", json.dumps(rebuilt.rejects, ensure_ascii=False))
+    state.reused = sorted(rebuilt.reused)
+    info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r["stage"] == "extract")
+    state.update(info, "registry")
+    return state.path
+
+
+def enrich(state_path: Path | str) -> Path:
+    """Join identifier fields onto the rebuilt chunks, combine with what stays, stage the version's tables."""
+    state = RunState.load(state_path)
+    info, home = state.run_info(), Path(state.home)
+    previous = Published.load(home, state.previous) if state.previous else None
+    with timed(info, "enrich"):
+        rebuilt = Rebuilt(
+            registry=read_parquet(state.work / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+            chunks=read_parquet(state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
+            rejects=json.loads((state.work / "rejects.json").read_text("utf-8")),
+            reused=set(state.reused),
+            extracted=0,
+        )
+        scope = _scope(state)
+        built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys)
         rejects_table = carry_rejects(previous, built, scope)
         state.same = previous is not None and _same_tables(previous, built.registry, built.enriched, rejects_table)
-        state.rebuilt, state.file_keys = (
-            sorted(built.rebuilt),
-            _live_keys(built.file_keys, built.registry, rejects_table),
-        )
+        state.rebuilt = sorted(built.rebuilt)
+        state.file_keys = _live_keys(built.file_keys, built.registry, rejects_table)
         if not state.same:
             staging = staging_dir(home, state.run_id)
             write_parquet_atomic(built.registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
@@ -212,13 +246,9 @@ def assemble_version(state_path: Path | str) -> Path:
             write_parquet_atomic(built.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA,
                                  "enriched_chunks")  # fmt: skip
             write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
-    info.files = built.extracted_files + sum(1 for r in rejects if r["stage"] == "extract")
-    info.documents, info.chunks, info.rejected = (
-        built.registry.num_rows,
-        built.enriched.num_rows,
-        rejects_table.num_rows,
-    )
-    state.update(info, "assembled")
+    info.documents, info.chunks = built.registry.num_rows, built.enriched.num_rows
+    info.rejected = rejects_table.num_rows
+    state.update(info, "enriched")
     return state.path
 
 

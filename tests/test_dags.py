@@ -21,7 +21,7 @@ from enrich.versions import current_version, published_file
 from tests.conftest import ROOT, SAMPLE, chroma_server
 
 DAGS = ROOT / "dags"
-STAGES = ["plan", "extract", "assemble", "index", "validate", "publish", "report", "finish"]
+STAGES = ["plan", "extract", "registry", "enrich", "index", "validate", "publish", "report", "finish"]
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +80,7 @@ def test_structure_of_both_dags(dagbag: Any) -> None:
     assert [t.task_id for t in reextract.topological_sort()] == ["fetch", *STAGES]
     assert [t.task_id for t in backfill.topological_sort()] == STAGES
     chain = set(zip(STAGES, STAGES[1:], strict=False))
-    data = {("plan", "finish")} | {("assemble", t) for t in ("validate", "publish", "report")}  # the state path
+    data = {("plan", "finish")} | {("enrich", t) for t in ("validate", "publish", "report")}  # the state path
     assert _edges(backfill) == chain | data
     assert _edges(reextract) == chain | data | {("fetch", "plan")}
     assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
