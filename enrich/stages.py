@@ -341,16 +341,18 @@ def validate(state_path: Path | str) -> RunInfo:
         diff = _load_diff(state)
         written = diff.to_embed + diff.metadata_changed
         if written:
-            problems += _read_back(state, enriched, written)
+            problems += _read_back(state, enriched, written, len(diff.deleted))
         if problems:
             raise ValidationFailed(f"run {state.run_id} not published: " + "; ".join(problems))
     state.update(info, "validated")
     return info
 
 
-def _read_back(state: RunState, enriched: pa.Table, written: list[str]) -> list[str]:
-    wanted = {i: (t, m) for i, t, m in zip(*(enriched.column(c).to_pylist()
-              for c in ("chunk_id", "text_hash", "meta_hash")), strict=True) if i in set(written)}  # fmt: skip
+def _read_back(state: RunState, enriched: pa.Table, written: list[str], deleted: int) -> list[str]:
+    """Every chunk this run wrote must read back with the hashes it was written with, and the index must
+    hold exactly the version's chunks plus those still to be deleted after the publish."""
+    columns = (enriched.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
+    wanted = {i: (t, m) for i, t, m in zip(*columns, strict=True)}
     collection = open_client(Path(state.home) / "chroma", state.chroma_url).get_collection(
         COLLECTION, embedding_function=None
     )
@@ -360,7 +362,10 @@ def _read_back(state: RunState, enriched: pa.Table, written: list[str]) -> list[
         found = {i: ((m or {}).get("text_hash"), (m or {}).get("meta_hash"))
                  for i, m in zip(got["ids"], got["metadatas"], strict=True)}  # fmt: skip
         bad += [i for i in written[start : start + 1000] if found.get(i) != wanted[i]]
-    return [f"{len(bad)} written chunks do not read back as written: {bad[:5]}"] if bad else []
+    problems = [f"{len(bad)} written chunks do not read back as written: {bad[:5]}"] if bad else []
+    if collection.count() != len(wanted) + deleted:
+        problems.append(f"the index holds {collection.count()} records, expected {len(wanted)} + {deleted} to delete")
+    return problems
 
 
 # --- publish --------------------------------------------------------------------------------------------
