@@ -138,13 +138,14 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
 def format_report(report: dict[str, Any]) -> str:
     """A plain-text table: one line per category, lookup beside vector-only."""
     head = f"{'category':<18} {'n':>3}  {'lookup h@1':>10} {'h@5':>6} {'MRR':>6} {'refused':>7}  "
-    head += f"{'vector h@1':>10} {'h@5':>6} {'MRR':>6}"
+    head += f"{'vector h@1':>10} {'h@5':>6} {'MRR':>6} {'refused':>7}"
     lines = [head]
     for category, got in report["lookup"].items():
         base = report["vector"][category]
-        cells = [got["hit@1"], got["hit@5"], got["mrr"], got["refused"], base["hit@1"], base["hit@5"], base["mrr"]]
-        a, b, c, d, e, f, g = (_cell(v) for v in cells)
-        lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6}")
+        cells = [got["hit@1"], got["hit@5"], got["mrr"], got["refused"]]
+        cells += [base["hit@1"], base["hit@5"], base["mrr"], base["refused"]]
+        a, b, c, d, e, f, g, h = (_cell(v) for v in cells)
+        lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6} {h:>7}")
     if report["failures"]:
         lines.append(f"lookup misses: {len(report['failures'])}")
         lines += [f"  {f['id']} {f['query']!r}: status {f['status']}, rank {f['rank']}" for f in report["failures"]]

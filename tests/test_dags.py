@@ -120,6 +120,10 @@ def test_reextract_then_backfill_end_to_end(dagbag: Any, deployment: tuple[Path,
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
     served = open_client(chroma_url=url).get_collection(COLLECTION)
     assert served.count() == len(_hashes(home)) == 81 and not (home / "chroma").exists()
+    from lookup.route import Lookup
+
+    routed = Lookup.open(home, chroma_url=url).route("ст. 182 ТК РК")  # the query side on the same server
+    assert routed.status == "exact" and routed.chunks and all("182" in c.article_labels for c in routed.chunks)
 
     before = _hashes(home)
     mchs = src / "adilet/rus/V2100022334.html"
