@@ -37,15 +37,21 @@ class Chunk:
         }
 
 
-def doc_filter(doc_ids: Sequence[str], articles: Sequence[str] | None = None) -> dict[str, Any]:
-    """A Chroma ``where`` for these documents (and article labels). ``$contains`` is the only operator
-    that tests list membership; ``$in`` or equality on a list field silently match nothing (DESIGN.md)."""
-    by_doc: dict[str, Any] = {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}
-    if not articles:
-        return by_doc
-    labels = [{"article_labels": {"$contains": a}} for a in dict.fromkeys(articles)]
-    by_article = labels[0] if len(labels) == 1 else {"$or": labels}
-    return {"$and": [by_doc, by_article]}
+def doc_filter(
+    doc_ids: Sequence[str], articles: Sequence[str] | None = None, sections: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """A Chroma ``where`` for these documents (and article labels, and structural paths). ``$contains`` is
+    the only operator that tests list membership; ``$in`` or equality on a list field silently match
+    nothing (DESIGN.md). ``path`` is a plain string, so ``$in`` is right there."""
+    clauses: list[dict[str, Any]] = [
+        {"doc_id": doc_ids[0]} if len(doc_ids) == 1 else {"doc_id": {"$in": list(doc_ids)}}
+    ]
+    if articles:
+        labels = [{"article_labels": {"$contains": a}} for a in dict.fromkeys(articles)]
+        clauses.append(labels[0] if len(labels) == 1 else {"$or": labels})
+    if sections:
+        clauses.append({"path": {"$in": list(dict.fromkeys(sections))}})
+    return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
 def fetch_chunks_by_doc_ids(
@@ -58,6 +64,7 @@ def fetch_chunks_by_doc_ids(
     embedder: Embedder,
     query_vector: np.ndarray | None = None,
     published: Mapping[str, str] | None = None,
+    sections: Sequence[str] | None = None,
 ) -> list[Chunk]:
     """The ``k_per_doc`` chunks of each document most similar to ``query``, best first overall.
 
@@ -69,7 +76,7 @@ def fetch_chunks_by_doc_ids(
     if not doc_ids:
         return []
     got = _published_only(
-        collection.get(where=doc_filter(doc_ids, articles), include=["embeddings", "documents", "metadatas"]),
+        collection.get(where=doc_filter(doc_ids, articles, sections), include=["embeddings", "documents", "metadatas"]),
         published,
     )
     if not got["ids"]:

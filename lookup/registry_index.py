@@ -9,6 +9,7 @@ can say what the registry does hold.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -59,6 +60,7 @@ class Match:
     identifier: Identifier
     doc_ids: tuple[str, ...]
     articles: tuple[str, ...] = ()
+    sections: tuple[str, ...] = ()  # structural chunk paths a paragraph points at (29 CFR 1910.146(c) → secc)
     near: tuple[str, ...] = ()  # same number, but the issuer, date, edition or article stated differ
     reason: str | None = None
 
@@ -74,6 +76,7 @@ class Match:
             "status": self.status,
             "doc_ids": list(self.doc_ids),
             "articles": list(self.articles),
+            "sections": list(self.sections),
             "near": list(self.near),
             "reason": self.reason,
         }
@@ -201,7 +204,9 @@ class RegistryIndex:
         found = tuple(x for x in same if not wanted or self.qualifiers.get((x, d.org)) in (None, wanted))
         near = tuple(x for x in same if x not in found)
         reason = None if found else ("другая редакция или вид" if near else "стандарта нет в реестре")
-        return Match(ident, found, near=near, reason=reason)
+        top = re.match(r"\((\w+)\)", ident.paragraph or "") if d.org == "OSHA" else None
+        sections = (f"sec{top.group(1).lower()}",) if top and found else ()
+        return Match(ident, found, near=near, reason=reason, sections=sections)
 
 
 def _doc_info(row: dict[str, Any]) -> DocInfo:

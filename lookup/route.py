@@ -56,14 +56,20 @@ def overall_status(matches: list[Match]) -> str:
     return next(s for s in ("not_found", "ambiguous", "exact") if s in statuses)
 
 
-def fetch_plan(matches: list[Match]) -> dict[str, tuple[str, ...]]:
-    """doc_id → article labels to restrict to (empty: the whole document). A named article narrows its
-    document even when another identifier names the document as a whole («V2400035612 ст. 3»)."""
-    plan: dict[str, set[str]] = {}
+Narrowing = tuple[tuple[str, ...], tuple[str, ...]]  # (article labels, structural sections)
+
+
+def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
+    """doc_id → the article labels and sections to restrict to (empty: the whole document). A named
+    article narrows its document even when another identifier names the document as a whole
+    («V2400035612 ст. 3»); a paragraph narrows a standard to its section (29 CFR 1910.146(c) → (c))."""
+    articles: dict[str, set[str]] = {}
+    sections: dict[str, set[str]] = {}
     for match in matches:
         for doc_id in match.doc_ids:
-            plan.setdefault(doc_id, set()).update(a for a in match.articles if a)
-    return {d: tuple(sorted(a)) for d, a in plan.items()}
+            articles.setdefault(doc_id, set()).update(a for a in match.articles if a)
+            sections.setdefault(doc_id, set()).update(match.sections)
+    return {d: (tuple(sorted(a)), tuple(sorted(sections[d]))) for d, a in articles.items()}
 
 
 class Lookup:
@@ -98,6 +104,15 @@ class Lookup:
             published=self.published,
         )  # fmt: skip
 
+    def _fetch(
+        self, docs: list[str], query: str, k_per_doc: int, articles: tuple[str, ...], sections: tuple[str, ...],
+        vector: Any,
+    ) -> list[Chunk]:  # fmt: skip
+        return fetch_chunks_by_doc_ids(
+            docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
+            query_vector=vector, published=self.published, sections=sections,
+        )  # fmt: skip
+
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=self.published)
 
@@ -111,12 +126,12 @@ class Lookup:
         plan = fetch_plan(matches)
         vector = self.embedder.embed([query])[0]
         chunks: list[Chunk] = []
-        for articles in dict.fromkeys(plan.values()):
-            docs = [d for d, a in plan.items() if a == articles]
-            chunks += fetch_chunks_by_doc_ids(
-                docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-                query_vector=vector, published=self.published,
-            )  # fmt: skip
+        for articles, sections in dict.fromkeys(plan.values()):
+            docs = [d for d, narrowing in plan.items() if narrowing == (articles, sections)]
+            found = self._fetch(docs, query, k_per_doc, articles, sections, vector)
+            if not found and sections:  # the section is not chunked on its own: the whole document ranks
+                found = self._fetch(docs, query, k_per_doc, articles, (), vector)
+            chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
         status = overall_status(matches)
         return RouteResult(query, status, identifiers, matches, chunks, hint(matches, self.registry.docs), list(plan))

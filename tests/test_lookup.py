@@ -222,3 +222,12 @@ def test_hint_warns_when_a_document_lost_force(lookup: Lookup) -> None:
     assert "УТРАТИЛ СИЛУ" not in describe(doc)
     repealed = describe(dataclasses.replace(doc, status="repealed"))
     assert repealed.endswith("(V2200028911; УТРАТИЛ СИЛУ, не цитируй как действующий)")
+
+
+def test_a_cfr_paragraph_narrows_to_its_section_and_falls_back_to_the_standard(lookup: Lookup) -> None:
+    narrowed = lookup.route("29 CFR 1910.146(c)(2)")
+    assert narrowed.matches[0].sections == ("secc",)
+    assert [c.chunk_id for c in narrowed.chunks] == ["osha-1910.146:secc:0"]
+    unknown = lookup.route("29 CFR 1910.146(z)")  # not a section of the bundled excerpt: the standard ranks
+    assert unknown.status == "exact" and len(unknown.chunks) == 5
+    assert {c.doc_id for c in unknown.chunks} == {"osha-1910.146"}
