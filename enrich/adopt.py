@@ -19,10 +19,10 @@ from enrich.storage import read_parquet
 from enrich.versions import published_file
 from extractors.structure import match_article
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK, REGISTRY_SCHEMA
-from schemas.identifiers import canonical_adilet_id, fold_lookalikes
+from schemas.identifiers import ADILET_ID, canonical_adilet_id, fold_lookalikes
 
 SOURCE_KEYS = ("source_file", "source", "file", "filename", "file_name", "file_path", "path", "url", "source_url")
-_ADILET_ID = re.compile(r"(?<![A-Za-z0-9])([KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_))(?![A-Za-z0-9])", re.I)
+_ADILET_ID = re.compile(rf"(?<![A-Za-z0-9])({ADILET_ID})(?![A-Za-z0-9])", re.I)
 
 
 class AdoptError(RuntimeError):

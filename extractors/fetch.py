@@ -29,11 +29,12 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from extractors.files import atomic_write
+from schemas.identifiers import ADILET_ID
 
 BASE_URL = "https://adilet.zan.kz"
 LANGUAGES = ("rus", "kaz")
 USER_AGENT = "zan/0.1 (+identifier-aware ETL for legal retrieval; polite: 1 req/s, conditional requests)"
-_ADILET_ID = re.compile(r"/docs/([KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_))", re.IGNORECASE)
+_ADILET_ID = re.compile(rf"/docs/({ADILET_ID})", re.IGNORECASE)
 
 
 class FetchError(RuntimeError):

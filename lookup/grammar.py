@@ -22,6 +22,7 @@ from extractors.reference import CodeRef, codes, issuers
 from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
 from schemas.designations import FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
+    ADILET_ID,
     canonical_adilet_id,
     canonical_article_label,
     canonical_law_number,
@@ -307,7 +308,7 @@ def rows() -> tuple[Row, ...]:
         _row(
             "adilet_id",
             "adilet_id",
-            r"(?<![\w/])(?P<id>[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_))(?!\w)",  # always 11 characters
+            rf"(?<![\w/])(?P<id>{ADILET_ID})(?!\w)",
             _adilet,
             "V2300031934",
             "K1500000414",

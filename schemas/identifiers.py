@@ -44,6 +44,10 @@ _LOOKALIKES = str.maketrans(
 
 _ROMAN = re.compile(r"^[IVXLC]+$")
 
+# An adilet id as the site writes it (after look-alike folding): a type letter, two year digits, then eight
+# characters or seven and a trailing ``_`` (V2300031934, V16UL003811, K070000212_). Always 11 characters.
+ADILET_ID = r"[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_)"
+
 
 def fold_dashes(text: str) -> str:
     """Replace every dash spelling (‐ ‑ – — − …) with ``-``."""
