@@ -20,7 +20,7 @@ from typing import Any
 
 from extractors.reference import CodeRef, codes, issuers
 from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
-from schemas.designations import FAMILIES, Designation, designation_from_match
+from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
     canonical_adilet_id,
@@ -238,23 +238,12 @@ def _standard_builder(family_index: int) -> Callable[[re.Match[str]], Identifier
     family = FAMILIES[family_index]
 
     def build(m: re.Match[str]) -> Identifier:
-        designation = designation_from_match(family, m)
-        end = m.end()
-        para = re.match(r"(?:\s*\([a-z0-9]{1,4}\))+", m.string[end:]) if family.org == "OSHA" else None
-        if para:
-            end += para.end()
-        original = m.string[m.start() : end]
-        paragraph = re.sub(r"\s+", "", para.group()) if para else None
-        canonical = display_designation(designation) + (paragraph or "")
-        return Identifier(
-            "standard", original, canonical, (m.start(), end), paragraph=paragraph, designation=designation
-        )
+        d = designation_from_match(family, m)
+        canonical = display_designation(d) + (d.paragraph or "")
+        raw, span = _raw(m)
+        return Identifier("standard", raw, canonical, span, paragraph=d.paragraph, designation=d)
 
     return build
-
-
-def _bare_cfr(m: re.Match[str]) -> Identifier:
-    return _standard_builder(_family_index("OSHA"))(m)
 
 
 def _family_index(org: str) -> int:
@@ -442,8 +431,8 @@ def rows() -> tuple[Row, ...]:
         _row(
             "standard_OSHA_bare",
             "standard",
-            r"(?<![\w.§/])(?P<num>19[0-2][0-9]\.\d{1,4})(?![\d.])",
-            _bare_cfr,
+            rf"(?<![\w.§/])(?P<num>19[0-2][0-9]\.\d{{1,4}})(?![\d.]){CFR_PARAGRAPH}",
+            _standard_builder(_family_index("OSHA")),
             "1910.146",
             "1926.1201",
             folded=True,

@@ -25,6 +25,9 @@ _API_KINDS = {
 }
 
 
+# A CFR paragraph written after the section: 1910.146(c)(2). Part of the designation's span, not of its key.
+CFR_PARAGRAPH = r"(?:\s*(?P<para>(?:\([a-z0-9]{1,4}\))+))?"
+
 _YEAR_SUFFIXED = ("ГОСТ", "ГОСТ Р", "СТ РК", "СП РК")
 
 
@@ -44,6 +47,7 @@ class Designation:
     key: str  # equality key without edition year: 45001, RP 75
     jurisdiction: str
     span: tuple[int, int]
+    paragraph: str | None = None  # (c)(2): narrows where to look inside the standard, never what it is
 
     @property
     def match_key(self) -> tuple[str, str]:
@@ -103,7 +107,7 @@ FAMILIES: tuple[Family, ...] = (
         "OSHA",
         "US",
         r"(?:\b29\s*CFR\s*(?:Part\s*|§+\s*|Sec\.\s*)?|\bOSHA\s+(?:Standard\s+)?|§\s*|Sec\.\s+)"
-        r"(?P<num>19[0-9]{2}\.\d+)(?![\d.])",
+        rf"(?P<num>19[0-9]{{2}}\.\d+)(?![\d.]){CFR_PARAGRAPH}",
         "29 CFR 1910.146",
         "OSHA 1910.146",
         "29 CFR § 1910.146(c)(2)",
@@ -187,7 +191,8 @@ def designation_from_match(family: Family, m: re.Match[str]) -> Designation:
         key, section = num, f"{num}:{groups['year']}" if groups.get("year") else num
     else:
         key = section = num
-    return Designation(family.org, section, key, family.jurisdiction, m.span())
+    paragraph = re.sub(r"\s+", "", groups["para"]) if groups.get("para") else None
+    return Designation(family.org, section, key, family.jurisdiction, m.span(), paragraph)
 
 
 def parse_designation(text: str) -> Designation | None:
