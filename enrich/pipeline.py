@@ -23,11 +23,11 @@ from enrich.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from enrich.build import RunError as RunError
 from enrich.diff import classify
 from enrich.embed import Embedder, HashingEmbedder
-from enrich.index import delete_ids, get_collection, index_state, open_client, write_changes
+from enrich.index import delete_ids, get_collection, index_state, open_client
 from enrich.report import build_report, write_report
 from enrich.runstate import Progress, Published, RunInfo, RunOptions, new_run_id
 from enrich.runstate import ShrinkRefused as ShrinkRefused
-from enrich.stages import DIRTY, _chunk_state
+from enrich.stages import DIRTY
 from enrich.storage import read_parquet
 from enrich.vectors import VectorStore, vectors_for
 from enrich.versions import VersionError, list_versions, locked, now_iso, read_manifest, set_current, versions_dir
@@ -99,14 +99,13 @@ def rollback(
         rejects = read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects")
         client = open_client(home / "chroma", chroma_url)
         collection = get_collection(client, embedder)
-        diff = classify(index_state(collection), _chunk_state(enriched))
-        stages._count(info, diff)
+        diff = classify(index_state(collection), stages.chunk_state(enriched))
+        stages.count_classes(info, diff)
         info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
         rows = {row["chunk_id"]: row for row in enriched.to_pylist()}
         texts = {rows[i]["text_hash"]: rows[i]["text"] for i in diff.to_embed}
         vectors, info.embedded = vectors_for(texts, VectorStore(home, embedder.id), embedder, info.run_id)
-        (home / DIRTY).write_text(info.run_id + "\n", "utf-8")
-        written = write_changes(collection, rows, diff.to_embed, diff.metadata_changed, vectors)
+        written = stages.apply_changes(home, info.run_id, collection, rows, diff, vectors, progress)
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
         set_current(home, target)
         delete_ids(collection, diff.deleted)

@@ -48,6 +48,7 @@ from enrich.embed import Embedder, embedder_id_of, make_embedder
 from enrich.failpoints import failpoint
 from enrich.index import (
     COLLECTION,
+    WriteResult,
     collection_embedder,
     delete_ids,
     get_collection,
@@ -82,6 +83,7 @@ from enrich.versions import (
     write_manifest,
     write_text_atomic,
 )
+from extractors.files import atomic_writer
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 
 DIRTY = "index.dirty"
@@ -158,10 +160,11 @@ def _split(files: list[str], shards: int) -> list[list[str]]:
     shards = max(1, shards)
     out: list[list[str]] = [[] for _ in range(shards)]
     loads = [0] * shards
-    for path in sorted(files, key=lambda f: -_size(f)):
+    sizes = {f: _size(f) for f in files}
+    for path in sorted(files, key=lambda f: -sizes[f]):
         n = loads.index(min(loads))
         out[n].append(path)
-        loads[n] += _size(path)
+        loads[n] += sizes[path]
     return [sorted(s) for s in out]
 
 
@@ -182,14 +185,12 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     files = [Path(f) for f in state.shards[index]]
     documents, rejects = extract_files(files, state.run_id, progress)
     out = state.work / f"shard-{index:04d}.pkl"
-    tmp = out.with_suffix(".tmp")
-    with open(tmp, "wb") as handle:
+    with atomic_writer(out) as handle:
         pickle.dump((documents, rejects), handle, protocol=pickle.HIGHEST_PROTOCOL)
-    tmp.replace(out)
     return out
 
 
-# --- registry and enrich -------------------------------------------------------------------------------------------
+# --- registry and enrich --------------------------------------------------------------------------------
 
 
 def registry(state_path: Path | str) -> Path:
@@ -283,9 +284,9 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     client = _Client(home, state.chroma_url)
     with timed(info, "diff"):
         force = _in_scope_chunks(enriched, _scope(state), set(state.rebuilt)) if options.force_reembed else ()
-        diff = classify(_index_before(home, previous, client, embedder), _chunk_state(enriched), force)
+        diff = classify(_index_before(home, previous, client, embedder), chunk_state(enriched), force)
         _save_diff(state, diff)
-        _count(info, diff)
+        count_classes(info, diff)
         _check_shrink(previous, registry, diff, options)
     rows = {row["chunk_id"]: row for row in enriched.to_pylist()} if diff.to_embed or diff.metadata_changed else {}
     texts = {rows[i]["text_hash"]: rows[i]["text"] for i in diff.to_embed}
@@ -299,22 +300,48 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
             store = VectorStore(home, embedder.id)
             vectors, info.embedded = vectors_for(texts, store, embedder, state.run_id, force=options.force_reembed)
         with timed(info, "index"):
-            (home / DIRTY).write_text(state.run_id + "\n", "utf-8")  # the index may differ from CURRENT now
             collection = get_collection(client.get(), embedder)
-            done = [0]
-            total = len(diff.to_embed) + len(diff.metadata_changed)
-
-            def step(n: int) -> None:
-                done[0] += n
-                if progress:
-                    progress("index", done[0], total)
-
-            written = write_changes(
-                collection, rows, diff.to_embed, diff.metadata_changed, vectors, step, lambda: failpoint("index")
-            )
+            written = apply_changes(home, state.run_id, collection, rows, diff, vectors, progress)
             info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, "indexed")
     return info
+
+
+def apply_changes(
+    home: Path,
+    run_id: str,
+    collection: Any,
+    rows: dict[str, dict[str, Any]],
+    diff: ChunkDiff,
+    vectors: dict[str, Any],
+    progress: Progress | None = None,
+) -> WriteResult:
+    """Mark the index dirty (it may now differ from CURRENT), then upsert new text and update changed
+    metadata. Deletes are the caller's, after it moves CURRENT. Shared by runs and rollbacks."""
+    (home / DIRTY).write_text(run_id + "\n", "utf-8")
+    done, total = [0], len(diff.to_embed) + len(diff.metadata_changed)
+
+    def step(n: int) -> None:
+        done[0] += n
+        if progress:
+            progress("index", done[0], total)
+
+    return write_changes(
+        collection, rows, diff.to_embed, diff.metadata_changed, vectors, step, lambda: failpoint("index")
+    )
+
+
+def count_classes(info: RunInfo, diff: ChunkDiff) -> None:
+    """Copy the diff's counts per change class into the run's info."""
+    counts = diff.counts()
+    info.added, info.text_changed, info.metadata_changed = (counts[c] for c in CLASSES[:3])
+    info.unchanged, info.deleted = counts["unchanged"], counts["deleted"]
+
+
+def _collection(state: RunState) -> Any:
+    return open_client(Path(state.home) / "chroma", state.chroma_url).get_collection(
+        COLLECTION, embedding_function=None
+    )
 
 
 # --- validate -------------------------------------------------------------------------------------------
@@ -353,9 +380,7 @@ def _read_back(state: RunState, enriched: pa.Table, written: list[str], deleted:
     hold exactly the version's chunks plus those still to be deleted after the publish."""
     columns = (enriched.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
     wanted = {i: (t, m) for i, t, m in zip(*columns, strict=True)}
-    collection = open_client(Path(state.home) / "chroma", state.chroma_url).get_collection(
-        COLLECTION, embedding_function=None
-    )
+    collection = _collection(state)
     bad = []
     for start in range(0, len(written), 1000):
         got = collection.get(ids=written[start : start + 1000], include=["metadatas"])
@@ -409,9 +434,7 @@ def publish(state_path: Path | str) -> RunInfo:
     failpoint("delete")
     with timed(info, "cleanup"):
         if diff.deleted or (home / DIRTY).exists():
-            collection = open_client(home / "chroma", state.chroma_url).get_collection(
-                COLLECTION, embedding_function=None
-            )
+            collection = _collection(state)
             delete_ids(collection, diff.deleted)  # after the publish: readers never miss a published chunk
             info.indexed = collection.count()
         else:
@@ -558,7 +581,7 @@ def _live_keys(keys: dict[str, str], registry: pa.Table, rejects: pa.Table) -> d
     return {f: k for f, k in keys.items() if f in live}
 
 
-def _chunk_state(enriched: pa.Table) -> dict[str, tuple[str | None, str | None]]:
+def chunk_state(enriched: pa.Table) -> dict[str, tuple[str | None, str | None]]:
     ids, texts, metas = (enriched.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
     return {i: (t, m) for i, t, m in zip(ids, texts, metas, strict=True)}
 
@@ -571,7 +594,7 @@ def _index_before(
     embedder: it is rebuilt), so the diff converges on the truth."""
     clean = previous is not None and not (home / DIRTY).exists() and previous.manifest.embedder == embedder.id
     if clean and previous is not None:
-        return _chunk_state(previous.enriched)
+        return chunk_state(previous.enriched)
     if collection_embedder(client.get()) != embedder.id:
         return {}
     return index_state(client.get().get_collection(COLLECTION, embedding_function=None))
@@ -618,9 +641,3 @@ def _check_shrink(previous: Published | None, registry: pa.Table, diff: ChunkDif
             f"and {len(diff.deleted)} of {previous.enriched.num_rows} chunks ({chunk_share:.0%}), over the "
             f"{options.max_shrink:.0%} limit; pass --allow-shrink if this is intended. Documents: {listed or '-'}"
         )
-
-
-def _count(info: RunInfo, diff: ChunkDiff) -> None:
-    counts = diff.counts()
-    info.added, info.text_changed, info.metadata_changed = (counts[c] for c in CLASSES[:3])
-    info.unchanged, info.deleted = counts["unchanged"], counts["deleted"]

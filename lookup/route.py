@@ -99,10 +99,7 @@ class Lookup:
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
     ) -> list[Chunk]:
-        return fetch_chunks_by_doc_ids(
-            doc_ids, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-            published=self.published,
-        )  # fmt: skip
+        return self._fetch(doc_ids, query, k_per_doc, tuple(articles or ()), (), None)
 
     def _fetch(
         self, docs: list[str], query: str, k_per_doc: int, articles: tuple[str, ...], sections: tuple[str, ...],
