@@ -30,7 +30,7 @@ from enrich.runstate import ShrinkRefused as ShrinkRefused
 from enrich.stages import DIRTY
 from enrich.storage import read_parquet
 from enrich.vectors import VectorStore, vectors_for
-from enrich.versions import VersionError, list_versions, locked, now_iso, read_manifest, set_current, versions_dir
+from enrich.versions import VersionError, list_versions, now_iso, read_manifest, set_current, versions_dir
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
@@ -51,23 +51,20 @@ def run(
     """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures."""
     options = options or RunOptions()
     embedder = embedder or HashingEmbedder()
-    with locked(home):
-        state = stages.begin(
-            home, sources, options, chroma_url, embedder="hash", embedder_id=embedder.id, holder="process"
-        )
-        try:
-            for n in range(len(stages.RunState.load(state).shards)):
-                stages.extract_shard(state, n, progress)
-            stages.registry(state)
-            stages.enrich(state)
-            stages.index(state, embedder, progress)
-            stages.validate(state)
-            stages.publish(state)
-            stages.report(state)
-        except BaseException as exc:
-            stages.finish(state, exc)
-            raise
-        return stages.finish(state)
+    state = stages.begin(home, sources, options, chroma_url, embedder="hash", embedder_id=embedder.id, holder="process")
+    try:
+        for n in range(len(stages.RunState.load(state).shards)):
+            stages.extract_shard(state, n, progress)
+        stages.registry(state)
+        stages.enrich(state)
+        stages.index(state, embedder, progress)
+        stages.validate(state)
+        stages.publish(state)
+        stages.report(state)
+    except BaseException as exc:
+        stages.finish(state, exc)
+        raise
+    return stages.finish(state)
 
 
 def rollback(
@@ -82,7 +79,7 @@ def rollback(
     embedder = embedder or HashingEmbedder()
     info = RunInfo(run_id=new_run_id(), scope="rollback", home=str(home), embedder=embedder.id,
                    chroma=chroma_url or str(home / "chroma"))  # fmt: skip
-    with locked(home):
+    with stages.lease(home, info.run_id):
         current = Published.load(home)
         if current is None:
             raise RunError(f"nothing is published under {home}: nothing to roll back")

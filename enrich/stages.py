@@ -19,12 +19,14 @@ task and passes the state file's path through XCom. Same library path either way
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +74,7 @@ from enrich.storage import read_parquet, write_parquet_atomic
 from enrich.vectors import VectorStore, vectors_for
 from enrich.versions import (
     Manifest,
+    VersionError,
     clear_staging,
     next_version,
     now_iso,
@@ -92,7 +95,7 @@ LEASE_TTL_S = 6 * 3600  # a lease older than this belongs to a run that died wit
 DIFF_SCHEMA = pa.schema([pa.field("chunk_id", pa.string(), nullable=False), pa.field("class", pa.string())])
 
 
-class Busy(RuntimeError):
+class Busy(VersionError):
     """Another run holds the data directory (transient: retry later)."""
 
 
@@ -530,6 +533,16 @@ def _stale(held: dict[str, Any]) -> bool:
         except (PermissionError, ValueError, OSError):
             return False
     return False
+
+
+@contextlib.contextmanager
+def lease(home: Path, run_id: str, holder: str = "process") -> Iterator[None]:
+    """Hold the data directory's lease for a piece of work done in this process (a rollback)."""
+    _take_lease(home, run_id, holder)
+    try:
+        yield
+    finally:
+        _release_lease(home, run_id)
 
 
 def _read_lease(path: Path) -> dict[str, Any] | None:

@@ -4,7 +4,7 @@ Layout under the data directory (``--home``)::
 
     versions/v000007/{registry,chunks,enriched_chunks,rejects}.parquet, manifest.json, report.{json,html}
     CURRENT            one line: the published version's name (replaced atomically with os.replace)
-    .lock              held (flock) by the one run or rollback allowed at a time
+    .lease             the one run or rollback allowed at a time (see ``enrich.stages``)
 
 A run builds ``versions/.tmp-<run_id>/`` and renames it to its version name; publishing is the atomic
 replacement of ``CURRENT``. Readers resolve every file through ``CURRENT``, so they see one whole version
@@ -13,13 +13,10 @@ or the previous one, never a mix. Older versions are kept for rollback (the last
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-import fcntl
 import json
 import re
 import shutil
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,21 +138,6 @@ def clear_staging(home: Path) -> None:
     if folder.exists():
         for leftover in folder.glob(".tmp-*"):
             shutil.rmtree(leftover, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def locked(home: Path) -> Iterator[None]:
-    """One run or rollback at a time per data directory; a second one fails fast and says why."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "a+") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise VersionError(f"another zan run holds {home / '.lock'}; try again when it has finished") from exc
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

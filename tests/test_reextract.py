@@ -404,3 +404,21 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
     missing = subprocess.run([sys.executable, "-m", "enrich.cli", "enrich-collection", "--collection", "nope",
                               "--home", str(home)], capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     assert missing.returncode == 1 and "nope" in missing.stderr
+
+
+def test_one_run_or_rollback_at_a_time(edited: tuple[Path, Path]) -> None:
+    import socket
+
+    from enrich.stages import Busy
+
+    src, home = edited
+    held = {"run_id": "other", "taken": time.time(), "at": "now", "holder": "process",
+            "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
+    (home / ".lease").write_text(json.dumps(held), "utf-8")  # a live process holds it
+    with pytest.raises(Busy, match="run other holds"):
+        run(None, home)
+    with pytest.raises(Busy):
+        rollback(home)
+    assert json.loads((home / ".lease").read_text("utf-8"))["run_id"] == "other"  # not taken, not released
+    (home / ".lease").unlink()
+    assert run(None, home).status == "unchanged" and not (home / ".lease").exists()
