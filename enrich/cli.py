@@ -221,8 +221,7 @@ def fetch_command(
     else:
         err.print(
             f"{summary.requested} acts: {summary.landed} pages ({summary.changed} new or changed, "
-            f"{summary.not_modified} not modified), {len(summary.missing or [])} missing, "
-            f"{len(summary.failed or [])} failed"
+            f"{summary.not_modified} not modified), {len(summary.missing)} missing, {len(summary.failed)} failed"
         )
     if summary.requested and not summary.landed:
         raise typer.Exit(1)

@@ -21,7 +21,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -238,8 +238,8 @@ class FetchSummary:
     landed: int = 0
     changed: int = 0
     not_modified: int = 0
-    missing: list[str] | None = None
-    failed: list[dict[str, str]] | None = None
+    missing: list[str] = field(default_factory=list)
+    failed: list[dict[str, str]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -257,20 +257,20 @@ def fetch_into_landing(
 ) -> FetchSummary:
     """Fetch the given acts (and those an RSS index lists) into ``landing``; one act's failure is recorded
     and the round goes on, so a re-extract can still read what the landing zone holds."""
-    summary = FetchSummary(missing=[], failed=[])
+    summary = FetchSummary()
     with Fetcher(landing, base_url=base_url, min_interval=min_interval, attempts=attempts, backoff=backoff) as fetcher:
         wanted = list(dict.fromkeys(i.strip().upper() for i in ids if i.strip()))
         if rss:
             try:
                 wanted += [i for i in fetcher.index_ids(rss) if i not in wanted]
             except FetchError as exc:
-                summary.failed = [*(summary.failed or []), {"id": "rss", "reason": str(exc)}]
+                summary.failed.append({"id": "rss", "reason": str(exc)})
         summary.requested = len(wanted)
         for adilet_id in wanted:
             try:
                 landed = fetcher.fetch_act(adilet_id, languages)
             except FetchError as exc:
-                summary.failed = [*(summary.failed or []), {"id": adilet_id, "reason": str(exc)}]
+                summary.failed.append({"id": adilet_id, "reason": str(exc)})
                 continue
             summary.landed += len(landed)
             summary.changed += sum(1 for x in landed if x.changed)
