@@ -5,6 +5,7 @@ task) and pass only a path to the next one."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import time
 import uuid
@@ -98,18 +99,14 @@ class Published:
 
     @classmethod
     def load(cls, home: Path, version: str | None = None) -> Published | None:
-        """The current version (or ``version``), or None when nothing is published."""
+        """The current version (or ``version``), or None when nothing is published. A run's stages in one
+        process read the same version several times: its tables are read once (versions never change;
+        the key includes the files' mtimes, so a folder replaced under the same name is read again)."""
         folder = versions_dir(home) / version if version else published_dir(home)
         if folder is None:
             return None
-        return cls(
-            version=folder.name,
-            manifest=read_manifest(folder),
-            registry=read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-            chunks=read_parquet(folder / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
-            enriched=read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
-            rejects=read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
-        )
+        stamp = tuple((folder / n).stat().st_mtime_ns for n in ("manifest.json", *_TABLES))
+        return _load_published(str(folder), stamp)
 
     def doc_files(self) -> dict[str, list[str]]:
         """doc_id → the source files it was built from."""
@@ -130,6 +127,22 @@ class Published:
 
     def registry_rows(self) -> dict[str, dict[str, Any]]:
         return {r["doc_id"]: r for r in self.registry.to_pylist()}
+
+
+_TABLES = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet")
+
+
+@functools.lru_cache(maxsize=4)
+def _load_published(folder_name: str, stamp: tuple[int, ...]) -> Published:
+    folder = Path(folder_name)
+    return Published(
+        version=folder.name,
+        manifest=read_manifest(folder),
+        registry=read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+        chunks=read_parquet(folder / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
+        enriched=read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
+        rejects=read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
+    )
 
 
 @dataclass
