@@ -322,7 +322,8 @@ def _registry_and_chunks(documents: list[Document], run_id: str) -> tuple[pa.Tab
             usable.append(document)
         except IdentityError as exc:
             rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc)))
-    entries = build_registry(usable)
+    entries, displaced = build_registry(usable)
+    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason) for d in displaced]
     rows = [registry_row(e) for e in sorted(entries.values(), key=lambda e: e.doc_id)]
     chunk_rows: list[dict[str, Any]] = []
     seen: dict[str, str] = {}

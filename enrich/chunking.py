@@ -26,22 +26,23 @@ def text_hash(text: str) -> str:
 
 
 def unit_paths(document: Document) -> list[str]:
-    """One structural path per unit, unique within the document and stable across runs."""
+    """One structural path per unit, unique within the document and stable across runs: ``art156``,
+    ``ch2``, ``secc``, and inside the n-th annex ``annex1`` (its head), ``annex1/art5``, ``annex1/ch2``."""
     home = document.language if document.requisites.doc_type == "standard" else "rus"
     prefix = "" if document.language == home else f"{document.language}/"
     paths, seen = [], Counter[str]()
-    appendix, ordinals = 0, Counter[str]()
+    ordinals = Counter[str]()
     for unit in document.units:
-        if unit.kind == "appendix":
-            appendix += 1
-        path = _unit_path(unit, appendix, ordinals)
+        path = _unit_path(unit, ordinals)
         seen[path] += 1
         paths.append(prefix + (path if seen[path] == 1 else f"{path}@{seen[path]}"))
     return paths
 
 
-def _unit_path(unit: Unit, appendix: int, ordinals: Counter[str]) -> str:
-    scope = f"app{appendix}/" if appendix and unit.kind != "appendix" else ""
+def _unit_path(unit: Unit, ordinals: Counter[str]) -> str:
+    if unit.kind == "annex":
+        return f"annex{unit.annex}"
+    scope = f"annex{unit.annex}/" if unit.annex else ""
     if unit.kind == "article" and unit.label:
         return f"{scope}art{unit.label}"
     if unit.kind == "section" and unit.label:
@@ -50,22 +51,29 @@ def _unit_path(unit: Unit, appendix: int, ordinals: Counter[str]) -> str:
         return f"{scope}ch{unit.label}"
     if unit.kind == "preamble":
         return f"{scope}pre"
-    if unit.kind == "appendix":
-        return f"app{appendix}"
     ordinals[scope + unit.kind] += 1
     return f"{scope}{unit.kind}{ordinals[scope + unit.kind]}"
 
 
 def split_text(paragraphs: list[str], max_chars: int = MAX_CHARS) -> list[list[str]]:
     """Group paragraphs into pieces of at most ``max_chars``; a longer paragraph splits at sentences."""
-    pieces: list[list[str]] = [[]]
+    return [[text for text, _ in piece] for piece in split_points(paragraphs, [None] * len(paragraphs), max_chars)]
+
+
+def split_points(
+    paragraphs: list[str], points: list[str | None], max_chars: int = MAX_CHARS
+) -> list[list[tuple[str, str | None]]]:
+    """Like :func:`split_text`, keeping with each piece of text the пункт label its paragraph opens (only
+    the first piece of a split paragraph opens it)."""
+    pieces: list[list[tuple[str, str | None]]] = [[]]
     size = 0
-    for paragraph in (p for para in paragraphs for p in _sentences(para, max_chars)):
-        if pieces[-1] and size + len(paragraph) > max_chars:
-            pieces.append([])
-            size = 0
-        pieces[-1].append(paragraph)
-        size += len(paragraph) + 1
+    for paragraph, point in zip(paragraphs, points, strict=True):
+        for n, sentence in enumerate(_sentences(paragraph, max_chars)):
+            if pieces[-1] and size + len(sentence) > max_chars:
+                pieces.append([])
+                size = 0
+            pieces[-1].append((sentence, point if n == 0 else None))
+            size += len(sentence) + 1
     return pieces
 
 
@@ -97,10 +105,14 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
     """Chunk rows (``CHUNK_SCHEMA`` columns) for one document."""
     rows = []
     for unit, path in zip(document.units, unit_paths(document), strict=True):
-        labels = [unit.label] if unit.kind == "article" and unit.label else []
+        article = unit.label if unit.kind == "article" and unit.label else None
+        labels = [article] if article and not unit.annex else []  # an annex's articles are not the act's
         numbers = [n for n in (article_number(label) for label in labels) if n is not None]
-        for seq, piece in enumerate(split_text(unit.paragraphs, max_chars) if unit.paragraphs else [[]]):
-            text = _chunk_text(unit.heading, piece)
+        points: list[str | None] = list(unit.points)
+        if len(points) != len(unit.paragraphs):  # a unit built without points (old pickles, hand-made units)
+            points = [None] * len(unit.paragraphs)
+        for seq, piece in enumerate(split_points(unit.paragraphs, points, max_chars) if unit.paragraphs else [[]]):
+            text = _chunk_text(unit.heading, [t for t, _ in piece])
             if not text.strip():
                 continue
             rows.append(
@@ -115,6 +127,9 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
                     "code_articles": numbers,
                     "article_labels": labels,
                     "section_label": unit.label if unit.kind == "section" else None,
+                    "annex": unit.annex or None,
+                    "annex_articles": [article] if article and unit.annex else [],
+                    "point_labels": list(dict.fromkeys(p for _, p in piece if p))[:LIST_CAP],
                     "text": text,
                     "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
                     "text_hash": text_hash(text),

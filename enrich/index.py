@@ -43,6 +43,9 @@ METADATA_FIELDS = (
     "registration_number",
     "path",
     "section_label",
+    "annex",
+    "annex_articles",
+    "point_labels",
     "text_hash",
     "meta_hash",
 )

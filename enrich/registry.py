@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from enrich.chunking import LIST_CAP
 from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
 from schemas.identifiers import doc_id_from_adilet, order_key
@@ -55,10 +56,11 @@ class Entry:
 
     doc_id: str
     requisites: Requisites
-    documents: list[Document] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)  # whose text is the document's chunks
+    also: list[Document] = field(default_factory=list)  # the same act from another kind of source: requisites only
 
-    def add(self, document: Document) -> None:
-        self.documents.append(document)
+    def add(self, document: Document, text: bool = True) -> None:
+        (self.documents if text else self.also).append(document)
         # the Russian edition states requisites first; other editions fill what it lacks
         if document.language == "rus" and self.requisites.language != "rus":
             self.requisites = document.requisites.fill_from(self.requisites)
@@ -66,20 +68,71 @@ class Entry:
             self.requisites = self.requisites.fill_from(document.requisites)
 
 
-def build_registry(documents: Iterable[Document]) -> dict[str, Entry]:
-    """Group documents into registry entries keyed by doc_id, merging one act seen in several sources."""
-    entries: dict[str, Entry] = {}
+@dataclass(frozen=True)
+class Displaced:
+    """A document that claimed the same act and language as a better one, and was set aside."""
+
+    document: Document
+    doc_id: str
+    winner: Document
+    reason: str
+
+
+# Which source speaks for an act, best first: the official adilet page, the official portal record, then
+# exports and standards' own files (see :func:`evidence_rank`).
+AUTHORITY = ("adilet_html", "zan_json", "act_markdown", "ecfr_xml", "standard_html", "standard_text", "standard_pdf")
+
+
+def evidence_rank(document: Document) -> tuple[int, int, int, int, str]:
+    """How strongly a document stands for its act; higher wins. Articles read, then the source's
+    authority, then the text's length, then requisites present; the path only breaks an exact tie, so the
+    choice never depends on which folder sorts first."""
+    r = document.requisites
+    size = sum(len(p) for u in document.units for p in u.paragraphs)
+    stated = sum(bool(v) for v in (r.doc_title, r.order_number or r.law_zrk, r.date_approved, r.issuer, r.adilet_id))
+    authority = len(AUTHORITY) - AUTHORITY.index(document.parser) if document.parser in AUTHORITY else 0
+    return (len(document.article_labels), authority, size, stated, document.source_file)
+
+
+def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], list[Displaced]]:
+    """Group documents into registry entries keyed by doc_id, merging one act seen in several sources and
+    languages. When two documents claim the same act in the same language, the one with the stronger
+    evidence (:func:`evidence_rank`) is kept and the other is returned as displaced, naming the winner."""
+    by_id: dict[str, list[Document]] = {}
     by_act: dict[tuple[str, str, str, str], str] = {}
-    pending = sorted(documents, key=lambda d: (d.requisites.adilet_id is None, d.source_file))
-    for document in pending:
+    for document in sorted(documents, key=lambda d: (d.requisites.adilet_id is None, d.source_file)):
         act = _act_key(document.requisites)
         doc_id = by_act.get(act) if act and not document.requisites.adilet_id else None
         doc_id = doc_id or doc_id_for(document.requisites)
-        entry = entries.setdefault(doc_id, Entry(doc_id, dataclasses.replace(document.requisites)))
-        entry.add(document)
+        by_id.setdefault(doc_id, []).append(document)
         if act:
             by_act.setdefault(act, doc_id)
-    return entries
+    entries: dict[str, Entry] = {}
+    displaced: list[Displaced] = []
+    for doc_id, group in by_id.items():
+        kept, losers = [], []
+        for language in sorted({d.language for d in group}):
+            ranked = sorted((d for d in group if d.language == language), key=evidence_rank, reverse=True)
+            kept.append(ranked[0])
+            losers += [(d, ranked[0]) for d in ranked[1:]]
+        kept.sort(key=lambda d: (d.requisites.adilet_id is None, d.source_file))
+        entry = Entry(doc_id, dataclasses.replace(kept[0].requisites))
+        for document in kept:
+            entry.add(document)
+        for loser, winner in losers:
+            other_source = loser.parser != winner.parser  # the same act on the portal and on adilet
+            if other_source:
+                entry.add(loser, text=False)
+            displaced.append(Displaced(loser, doc_id, winner, _why(loser, winner, other_source)))
+        entries[doc_id] = entry
+    return entries, displaced
+
+
+def _why(loser: Document, winner: Document, other_source: bool) -> str:
+    a, b = evidence_rank(winner), evidence_rank(loser)
+    facts = f"{a[0]} articles, {a[2]} characters, read as {winner.parser} vs {b[0]}, {b[2]}, {loser.parser}"
+    used = "; its requisites fill the registry row, its text is not used" if other_source else ""
+    return f"the same act ({loser.language}) as {winner.source_file}, whose text was kept ({facts}){used}"
 
 
 def _label_order(label: str) -> tuple[int, ...]:
@@ -99,6 +152,7 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         "portal_id": r.portal_id,
         "issuer": r.issuer,
         "issuer_full": r.issuer_full,
+        "region": r.region,
         "order_number": r.order_number,
         "law_zrk": r.law_zrk,
         "date_approved": r.date_approved,
@@ -114,7 +168,28 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         "code_articles": sorted({int(lab) for lab in labels if lab.isdigit()}),
         "article_labels": labels,
         "aliases": _aliases(r),
-        "source_files": sorted({d.source_file for d in entry.documents}),
+        "annexes": list(dict.fromkeys(t for d in entry.documents for t in d.annex_titles if t))[:LIST_CAP],
+        "source_files": sorted({d.source_file for d in (*entry.documents, *entry.also)}),
+        "extraction": [extraction(d) for d in sorted((*entry.documents, *entry.also), key=lambda d: d.source_file)],
+    }
+
+
+def extraction(document: Document) -> dict[str, Any]:
+    """How one source file was read, for ``zan audit`` (``EXTRACTION`` in ``schemas.arrow``)."""
+    t = document.headings
+    return {
+        "source_file": document.source_file,
+        "parser": document.parser,
+        "evidence": document.evidence,
+        "heading_lines": t.in_source,
+        "articles": t.articles,
+        "annex_articles": t.annex_articles,
+        "quoted": t.quoted,
+        "notes": t.notes,
+        "toc": t.toc,
+        "out_of_sequence": t.out_of_sequence[:LIST_CAP],
+        "unexplained": t.unexplained,
+        "notices": document.notices,
     }
 
 

@@ -1,39 +1,104 @@
-"""Markdown exports of codes and laws (kzlaws layout, e.g. the Kazakh Labour Code) → :class:`Document`.
+"""Markdown exports of acts (the kz-laws layout) → :class:`Document`. Every export is an act; the curated
+codes only add their identifiers and aliases.
 
-The file opens with a table of contents («МАЗМҰНЫ» / «СОДЕРЖАНИЕ») that lists every heading before the
-body repeats them as ``#### 156-бап. …``; a table of contents is not an article, so everything before the
-first level-1 heading that follows it is skipped. Identity comes from curated reference data by title.
+Layout: an optional table of contents («МАЗМҰНЫ» / «СОДЕРЖАНИЕ») that lists every heading, then a ``# title``
+and the body (``####`` headings in the codes, plain «Статья 1.» lines in older laws). A table of contents is
+not an article: everything before the ``#`` title that follows it is skipped (and tallied as such).
+
+Identity (the README's doc_id rule): the curated code whose title matches; else the adilet id the file is
+named by or that a ``url:``/``source:`` line at the top names; else the export's own id, the zan.gov.kz portal
+id it is named by (``10189.md`` → ``zan-10189``), so the Russian and Kazakh exports of one act are one
+document. An export with none of these is rejected.
+
+doc_type comes from the title («… кодекс», «Конституция») and the text («Настоящий Закон», «Осы Заң»);
+an export signed by the President with no other type word is a law. Status comes from the opening notes
+(«Сноска. Утратил силу …» → repealed); an export that states none is ``unknown``, said in the run report.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import PurePath
 
-from extractors.model import Document, ExtractError
+from extractors.model import Document, ExtractError, Requisites
 from extractors.reference import code_by_title
-from extractors.structure import Line, build_units, is_editorial_note
-from schemas.identifiers import normalize_space
+from extractors.structure import Line, build, count_heading_like, is_editorial_note
+from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
+from schemas.statuses import says_repealed
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
 _TOC = re.compile(r"^(МАЗМҰНЫ|СОДЕРЖАНИЕ|ОГЛАВЛЕНИЕ)$", re.I)
 _KAZAKH = re.compile(r"[ӘәҒғҚқҢңӨөҰұҮүҺһІі]")
+_SELF_URL = re.compile(
+    rf"(?i)^\W*(?:url|source|источник|дереккөз)\s*[:=]\s*\S*adilet\.zan\.kz/(rus|kaz)/docs/({ADILET_ID})"
+)
+_LAW_WORDS = re.compile(r"Настоящ\w+\s+Закон|настоящ\w+\s+Закона|Осы\s+Заң|Закон\w*\s+Республики\s+Казахстан\s+«?О\b")
+_SIGNED = re.compile(r"Президент\s*Республики\s*Казахстан|Республикасының\s*Президенті")
 
 
 def parse_markdown_act(text: str, source_file: str) -> Document:
-    """Parse one markdown act; raises :class:`ExtractError` when its title matches no known act."""
+    """Parse one markdown act; :class:`ExtractError` when it has no title or nothing to identify it by."""
     lines = text.splitlines()
     title, start = _title_and_body_start(lines)
     if title is None:
         raise ExtractError(source_file, "no level-1 '# ' title heading")
-    reference = code_by_title(title)
-    if reference is None:
-        raise ExtractError(source_file, f"title {title!r} matches no act in the curated reference data")
     language = "kaz" if _KAZAKH.search(text[:20000]) else "rus"
-    requisites = reference.requisites(language)
-    requisites.language = language
-    requisites.doc_title = title
-    units = build_units(_lines(lines[start:]))
-    return Document(requisites=requisites, units=units, source_file=source_file, language=language)
+    body = lines[start:]
+    requisites = _requisites(title, body, language, source_file)
+    units, tally = build(_lines(body))
+    tally.toc = count_heading_like(line.lstrip("# ") for line in lines[:start])
+    tally.in_source = count_heading_like(line.lstrip("#") for line in lines)
+    document = Document(requisites=requisites, units=units, source_file=source_file, language=language)
+    document.headings = tally
+    opening = [n for u in units[:2] for n in u.notes]
+    if any(says_repealed(n) for n in opening):
+        requisites.status = "repealed"
+    elif not requisites.status:
+        requisites.status = "unknown"
+        document.notices.append("the export states no status; status set to unknown")
+    return document
+
+
+def _requisites(title: str, body: list[str], language: str, source_file: str) -> Requisites:
+    reference = code_by_title(title)
+    if reference is not None:
+        requisites = reference.requisites(language)
+        requisites.language, requisites.doc_title = language, title
+        return requisites
+    requisites = Requisites(doc_title=title, jurisdiction="KZ", language=language)
+    requisites.doc_type = _doc_type(title, "\n".join(body[:400]))
+    adilet_id = _named_adilet_id(source_file, body)
+    stem = PurePath(source_file).stem
+    if adilet_id:
+        requisites.adilet_id = adilet_id
+        requisites.source_url = f"https://adilet.zan.kz/{'kaz' if language == 'kaz' else 'rus'}/docs/{adilet_id}"
+    elif stem.isdigit():
+        requisites.portal_id = stem
+    else:
+        raise ExtractError(source_file, "no identity: name the export by its zan.gov.kz portal id or adilet id")
+    return requisites
+
+
+def _doc_type(title: str, head: str) -> str | None:
+    lowered = title.casefold()
+    if "кодекс" in lowered:
+        return "code"
+    if lowered.startswith(("конституция", "қазақстан республикасының конституциясы")):
+        return "constitution"
+    if _LAW_WORDS.search(head) or _SIGNED.search(head):
+        return "law"
+    return None
+
+
+def _named_adilet_id(source_file: str, body: list[str]) -> str | None:
+    stem = canonical_adilet_id(PurePath(source_file).stem)
+    if re.fullmatch(ADILET_ID, stem):
+        return stem
+    for line in body[:10]:
+        m = _SELF_URL.match(line)
+        if m:
+            return canonical_adilet_id(m.group(2))
+    return None
 
 
 def _title_and_body_start(lines: list[str]) -> tuple[str | None, int]:

@@ -18,6 +18,7 @@ class Requisites:
     portal_id: str | None = None
     issuer: str | None = None  # short form, e.g. МТСЗН
     issuer_full: str | None = None
+    region: str | None = None  # a local body's region (Акмолинская область, город Астана)
     order_number: str | None = None
     law_zrk: str | None = None
     date_approved: dt.date | None = None
@@ -51,12 +52,42 @@ class Unit:
     which: ``article`` units are what ``code_articles`` is built from.
     """
 
-    kind: str  # article, section, preamble, body, appendix
+    kind: str  # article, section, chapter, division, preamble, annex
     label: str | None
     heading: str | None
     section_path: list[str] = field(default_factory=list)
     paragraphs: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    annex: int = 0  # 0: the act's own text; n: its n-th annex (a ratified treaty, rules approved by an order)
+    points: list[str | None] = field(default_factory=list)  # the пункт each paragraph opens («12», «(f)(1)(i)»)
+
+    def add(self, text: str, point: str | None = None) -> None:
+        """Append a paragraph, with the пункт (point) label it opens, if any."""
+        self.paragraphs.append(text)
+        self.points.append(point)
+
+
+@dataclass
+class HeadingTally:
+    """What became of every article-heading-like line of one source (``zan audit`` compares it with the
+    same lines counted straight from the source): read as an article of the act or of an annex, or set
+    aside with a reason. A line counted in the source and in none of these is an unexplained gap."""
+
+    in_source: int = 0
+    articles: int = 0
+    annex_articles: int = 0
+    quoted: int = 0  # opens with a quote or sits inside a quotation: an amendment's text, not a heading
+    notes: int = 0
+    toc: int = 0  # a table of contents line
+    out_of_sequence: list[str] = field(default_factory=list)  # numbered out of the act's own order
+
+    @property
+    def explained(self) -> int:
+        return self.articles + self.annex_articles + self.quoted + self.notes + self.toc + len(self.out_of_sequence)
+
+    @property
+    def unexplained(self) -> int:
+        return max(0, self.in_source - self.explained)
 
 
 @dataclass
@@ -67,10 +98,19 @@ class Document:
     units: list[Unit]
     source_file: str
     language: str
+    parser: str = ""  # which extractor read it (``extractors.detect``)
+    evidence: list[str] = field(default_factory=list)  # why that extractor was chosen
+    headings: HeadingTally = field(default_factory=HeadingTally)
+    notices: list[str] = field(default_factory=list)  # facts the run report should show (status not stated…)
 
     @property
     def article_labels(self) -> list[str]:
-        return [u.label for u in self.units if u.kind == "article" and u.label]
+        """The act's own articles; an annex's articles (a ratified treaty's) are not the act's."""
+        return [u.label for u in self.units if u.kind == "article" and u.label and not u.annex]
+
+    @property
+    def annex_titles(self) -> list[str]:
+        return [u.heading or "" for u in self.units if u.kind == "annex"]
 
 
 class ExtractError(ValueError):

@@ -21,6 +21,25 @@ class Issuer:
     full_kz: str
     patterns: tuple[re.Pattern[str], ...]
     aliases: tuple[str, ...]
+    kind: str = "central"  # ministry, agency, court, parliament, government, president…, or local
+    former: str | None = None  # a former body: its years and successor
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Region:
+    name: str  # Акмолинская область, город Астана
+    kz: str
+    patterns: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
+class LocalIssuer:
+    """A local body (maslikhat, akimat, akim) and the region it belongs to, as read from requisites."""
+
+    short: str  # маслихат, акимат, аким
+    phrase: str  # as written: «Атбасарского районного маслихата Акмолинской области»
+    region: str | None
 
 
 @dataclass(frozen=True)
@@ -64,9 +83,53 @@ def issuers() -> tuple[Issuer, ...]:
             full_kz=r["full_kz"],
             patterns=tuple(re.compile(p, re.IGNORECASE) for p in r["patterns"]),
             aliases=tuple(r["aliases"]),
+            kind=r.get("kind", "central"),
+            former=r.get("former"),
+            examples=tuple(r.get("examples", ())),
         )
         for r in rows
     )
+
+
+@functools.cache
+def regions() -> tuple[Region, ...]:
+    rows = _load("regions.json")["regions"]
+    return tuple(Region(r["name"], r["kz"], tuple(re.compile(p, re.IGNORECASE) for p in r["patterns"])) for r in rows)
+
+
+@functools.cache
+def local_bodies() -> tuple[tuple[str, re.Pattern[str], tuple[str, ...]], ...]:
+    """(short form, pattern, examples) of the local bodies: маслихат, акимат, аким."""
+    rows = _load("regions.json")["local_bodies"]
+    return tuple(
+        (r["short"], re.compile(r"(?<!\w)(?:" + "|".join(r["patterns"]) + ")", re.IGNORECASE), tuple(r["examples"]))
+        for r in rows
+    )
+
+
+def find_region(text: str) -> Region | None:
+    """The first region named in ``text`` (a requisites clause), by position."""
+    found = [(m.start(), r) for r in regions() for p in r.patterns if (m := p.search(text))]
+    return min(found, key=lambda f: f[0])[1] if found else None
+
+
+def find_local_issuer(text: str) -> LocalIssuer | None:
+    """A maslikhat, akimat or akim named in a requisites clause, with the phrase around it and its region.
+
+    «Решение Атбасарского районного маслихата Акмолинской области от 18 марта 2026 года № 8С 37/5» →
+    (маслихат, «Атбасарского районного маслихата Акмолинской области», Акмолинская область).
+    """
+    found = [(m.start(), -len(m.group(0)), short) for short, p, _ in local_bodies() if (m := p.search(text))]
+    if not found:
+        return None
+    _, _, short = min(found)
+    phrase = re.match(
+        r"^(?:\w+\s+)?(?:постановлени\w*|решени\w*|распоряжени\w*)\s+(.+?)\s+(?:от\s+\d|\d{4}\s+жыл)", text, re.I
+    )
+    if phrase is None:
+        phrase = re.match(r"^(.+?)\s+\d{4}\s+жыл", text)
+    region = find_region(text)
+    return LocalIssuer(short, normalize_space(phrase.group(1)) if phrase else short, region.name if region else None)
 
 
 @functools.cache

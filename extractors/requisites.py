@@ -16,7 +16,7 @@ import datetime as dt
 import re
 
 from extractors.model import Requisites
-from extractors.reference import find_issuer
+from extractors.reference import find_issuer, find_local_issuer
 from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
 
 RU_MONTHS = {
@@ -50,24 +50,30 @@ KZ_MONTHS = {
 }
 
 _RU_DATE = re.compile(r"(\d{1,2})\s+(" + "|".join(RU_MONTHS) + r")\s+(\d{4})\s*(?:года|г\.)?", re.I)
-_KZ_DATE = re.compile(r"(\d{4})\s+жылғы\s+(\d{1,2})\s+(" + "|".join(KZ_MONTHS) + r")\w*", re.I)
-_NUM_DATE = re.compile(r"\b(\d{1,2})\.(\d{1,2})\.(\d{4})\b")
+_KZ_DATE = re.compile(r"(\d{4})\s+жыл[ғг]ы\s+(\d{1,2})\s+(" + "|".join(KZ_MONTHS) + r")\w*", re.I)
+_NUM_DATE = re.compile(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d])")
+# Kazakh editorial notes write year first, then day, then month: «ҚР 2015.23.11. № 414-V» is 23.11.2015.
+_KZ_NUM_DATE = re.compile(r"(?<![\d.])(\d{4})\.(\d{1,2})\.(\d{1,2})(?![\d])")
+_ISO_DATE = re.compile(r"(?<![\d.-])(\d{4})-(\d{2})-(\d{2})(?![\d])")
 # The act's own number: the first «№ …» before a registration clause; stops at «ЗРК», «бұйрығы», «.»
 _NUMBER = re.compile(r"(?:№|\bN)\s*([^\s.,;]+(?:\s?[-/]\s?[^\s.,;]+)*(?:\s+\d+/\d+)?)")
 _ORDER_NUMBER_KZ = re.compile(r"№\s*(ҚР\s+[А-ЯӘҒҚҢӨҰҮҺІA-Z]+\s*-\s*[\d/]+|[^\s.,;]+)")
 _REGISTRATION = re.compile(
-    r"(Зарегистрирован\w*\s+в\s+Министерстве\s+юстиции.*|Әділет\s+министрлігінде.*)", re.I | re.S
+    r"(Зарегистрирован\w*\s+в\s+Министерстве\s+юстиции.*|(?:Қазақстан\s+Республикасының\s+)?Әділет\s+министрлігінде.*)",
+    re.I | re.S,
 )
+# «… № 1428. Утратил силу Указом Президента … № 814»: the repeal clause names another act's number and date.
+_LAPSE = re.compile(r"[.;]?\s*(?:Утратил\w*\s+силу|Күші\s+жойыл\w*|Күшін\s+жойды).*$", re.I | re.S)
 
 # Leading words (Russian) or closing words (Kazakh) name the act's type. Russian rows are tried longest
 # first (sorted below), so «Нормативное постановление» wins over «Постановление».
 _TYPES_RU = [
     ("Нормативное постановление", "ruling"),
+    ("Конституционный закон", "law"),
     ("Постановление", "resolution"),
     ("Приказ", "order"),
     ("Совместный приказ", "order"),
     ("Закон", "law"),
-    ("Конституционный закон", "law"),
     ("Кодекс", "code"),
     ("Конституция", "constitution"),
     ("Указ", "decree"),
@@ -76,7 +82,10 @@ _TYPES_RU = [
 ]
 _TYPES_RU.sort(key=lambda row: -len(row[0]))
 _TYPES_KZ = [
+    ("нормативтік қаулысы", "ruling"),
     ("бұйрығы", "order"),
+    ("бірлескен бұйрығы", "order"),
+    ("өкімі", "instruction"),
     ("Заңы", "law"),
     ("Кодексі", "code"),
     ("қаулысы", "resolution"),
@@ -88,7 +97,8 @@ _TYPE_BY_ADILET_PREFIX = {"K": "code", "Z": "law", "V": "order", "P": "resolutio
 
 
 def parse_date(text: str) -> dt.date | None:
-    """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»."""
+    """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»,
+    the Kazakh notes' «2015.23.11.» (year, day, month) and ISO «2024-12-25»."""
     candidates: list[tuple[int, dt.date | None]] = []
     for m in _RU_DATE.finditer(text):
         candidates.append((m.start(), _safe_date(int(m.group(3)), RU_MONTHS[m.group(2).lower()], int(m.group(1)))))
@@ -97,6 +107,11 @@ def parse_date(text: str) -> dt.date | None:
         candidates.append((m.start(), _safe_date(int(m.group(1)), month, int(m.group(2)))))
     for m in _NUM_DATE.finditer(text):
         candidates.append((m.start(), _safe_date(int(m.group(3)), int(m.group(2)), int(m.group(1)))))
+    for m in _KZ_NUM_DATE.finditer(text):
+        year, first, second = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        candidates.append((m.start(), _safe_date(year, second, first) or _safe_date(year, first, second)))
+    for m in _ISO_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))))
     valid = sorted((pos, d) for pos, d in candidates if d is not None)  # type: ignore[misc]
     return valid[0][1] if valid else None
 
@@ -125,7 +140,12 @@ def parse_requisites(line: str, adilet_id: str | None = None) -> Requisites:
     """Identifier fields stated by one requisites line. Fields the line does not state stay None."""
     text = fold_dashes(normalize_space(line))
     own, registration = _split_registration(text)
-    req = Requisites(doc_type=doc_type_of(text, adilet_id), date_approved=parse_date(own), jurisdiction="KZ")
+    lapse = _LAPSE.search(own)
+    if lapse and lapse.start() > 0:  # «… № 1428. Утратил силу Указом … № 814»: the act's own clause ends here
+        own = own[: lapse.start()]
+    req = Requisites(doc_type=doc_type_of(own, adilet_id), date_approved=parse_date(own), jurisdiction="KZ")
+    if lapse and lapse.start() > 0:
+        req.status = "repealed"
     number = _own_number(own)
     if number:
         law = canonical_law_number(number) if req.doc_type in ("law", "code") else None
@@ -138,11 +158,13 @@ def parse_requisites(line: str, adilet_id: str | None = None) -> Requisites:
         reg = _NUMBER.search(registration)
         req.registration_number = reg.group(1) if reg else None
     issuer = find_issuer(own)
+    local = None if issuer else find_local_issuer(own)
     if issuer:
         req.issuer, req.issuer_full = issuer.short, (issuer.full_kz if _is_kazakh(own) else issuer.full_ru)
+    elif local:
+        req.issuer, req.issuer_full, req.region = local.short, local.phrase, local.region
     else:
         req.issuer_full = _issuer_phrase(own)
-        req.issuer = req.issuer_full
     return req
 
 

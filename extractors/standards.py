@@ -10,12 +10,11 @@ from __future__ import annotations
 import io
 import re
 
-from lxml import etree
 from lxml import html as lxml_html
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-from extractors.model import Document, ExtractError, Requisites, Unit
+from extractors.model import Document, ExtractError, Requisites
 from extractors.structure import Line, build_units
 from schemas.designations import Designation, parse_designation
 from schemas.identifiers import normalize_space
@@ -24,7 +23,7 @@ _TITLE_LINES = 6
 _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
 
 
-def _requisites(designation: Designation, title: str, language: str) -> Requisites:
+def standard_requisites(designation: Designation, title: str, language: str) -> Requisites:
     return Requisites(
         doc_title=title,
         doc_type="standard",
@@ -36,7 +35,7 @@ def _requisites(designation: Designation, title: str, language: str) -> Requisit
     )
 
 
-def _identify(title_lines: list[str], source_file: str) -> tuple[Designation, str]:
+def identify_standard(title_lines: list[str], source_file: str) -> tuple[Designation, str]:
     for i, line in enumerate(title_lines):
         designation = parse_designation(line)
         if designation:
@@ -54,13 +53,13 @@ def parse_standard_text(text: str, source_file: str) -> Document:
     """Plain text: a title block, then numbered sections («4.1 General», «Статья 1. …»)."""
     lines = [normalize_space(line) for line in text.splitlines()]
     head = [line for line in lines if line][:_TITLE_LINES]
-    designation, title = _identify(head, source_file)
+    designation, title = identify_standard(head, source_file)
     body = lines[lines.index(head[1]) + 1 :] if len(head) > 1 else []
     units = build_units((Line(t, heading=_heading_like(t)) for t in body), standard_sections=True)
     if not units:
         raise ExtractError(source_file, "the standard has a title but no body text")
     language = _language(text)
-    return Document(_requisites(designation, title, language), units, source_file, language)
+    return Document(standard_requisites(designation, title, language), units, source_file, language)
 
 
 def _heading_like(line: str) -> bool:
@@ -76,7 +75,7 @@ def parse_standard_html(text: str, source_file: str) -> Document:
     subtitle = root.find(".//*[@class='subtitle']")
     head = [normalize_space(title_el.text_content())]
     head += [normalize_space(subtitle.text_content())] if subtitle is not None else []
-    designation, title = _identify(head, source_file)
+    designation, title = identify_standard(head, source_file)
     lines = [
         Line(el.text_content(), heading=el.tag in ("h2", "h3", "h4"))
         for el in root.iter("h2", "h3", "h4", "p", "li")
@@ -86,7 +85,7 @@ def parse_standard_html(text: str, source_file: str) -> Document:
     if not units:
         raise ExtractError(source_file, "the standard has a title but no body text")
     language = _language(root.text_content())
-    return Document(_requisites(designation, title, language), units, source_file, language)
+    return Document(standard_requisites(designation, title, language), units, source_file, language)
 
 
 def parse_standard_pdf(data: bytes, source_file: str) -> Document:
@@ -99,41 +98,3 @@ def parse_standard_pdf(data: bytes, source_file: str) -> Document:
     if not text.strip():
         raise ExtractError(source_file, "the PDF has no extractable text (scanned image?)")
     return parse_standard_text(text, source_file)
-
-
-def parse_ecfr_xml(data: bytes, source_file: str) -> Document:
-    """eCFR XML: one ``DIV8 TYPE="SECTION"``; units are its top-level paragraphs (a), (b), …"""
-    try:
-        root = etree.fromstring(data, parser=etree.XMLParser(recover=False, resolve_entities=False))
-    except etree.XMLSyntaxError as exc:
-        raise ExtractError(source_file, f"invalid XML: {exc}") from exc
-    section = root if root.get("TYPE") == "SECTION" else root.find(".//DIV8[@TYPE='SECTION']")
-    if section is None or section.find("HEAD") is None:
-        raise ExtractError(source_file, "no eCFR section (DIV8 TYPE=SECTION with a HEAD)")
-    head = normalize_space("".join(section.find("HEAD").itertext()))
-    number = section.get("N") or ""
-    designation, _ = _identify([f"29 CFR {number}", head], source_file)
-    name = re.sub(r"^§\s*[\d.]+\s*", "", head)
-    title = f"29 CFR {designation.section} — {name}"
-    units = _cfr_units([normalize_space("".join(p.itertext())) for p in section.iter("P")])
-    return Document(_requisites(designation, title, "eng"), units, source_file, "eng")
-
-
-def _cfr_units(paragraphs: list[str]) -> list[Unit]:
-    """Group paragraphs under the top-level letters (a), (b), …
-
-    A single letter opens a new section only if it comes 1–3 letters after the previous one, so «(i)»
-    after «(h)» is a letter while «(i)» after «(c)» is a roman-numbered subparagraph.
-    """
-    units = [Unit(kind="preamble", label=None, heading=None)]
-    previous = ord("a") - 1
-    for text in filter(None, paragraphs):
-        m = re.match(r"^\(([a-z])\)", text)
-        if m and 0 < ord(m.group(1)) - previous <= 3:
-            previous = ord(m.group(1))
-            heading = re.match(r"^\(\w\)\s*([^.]{0,120}\.)?", text)
-            units.append(
-                Unit(kind="section", label=m.group(0), heading=(heading.group(0) if heading else m.group(0)).strip())
-            )
-        units[-1].paragraphs.append(text)
-    return [u for u in units if u.paragraphs]

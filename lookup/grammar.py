@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from extractors.reference import CodeRef, codes, issuers
+from extractors.reference import CodeRef, codes, find_local_issuer, issuers
 from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
@@ -90,18 +90,32 @@ def date_part(n: int) -> str:
     return rf"(?:(?P<date{n}>{DATE_NUM}|{DATE_RU}|{DATE_KZ})|{year})"
 
 
+_LOW = "а-яёәғқңөұүһі"
+# An act's own number in every form met: 211, 1428, 7/71, 11-1-2/535, 4-1/271, 77-НП, 359-НҚ, 68/НҚ, 47-р,
+# ҚР ДСМ-26, ҚР ДСМ-322/2020, and a maslikhat's session-prefixed «8С 37/5». The token must end where the
+# number ends: «№ 94-VI» is never read as «№ 94» (that is a law number, and a different act).
 ORDER_NUM = (
-    rf"(?P<num>(?:[{_UP}]{{1,4}}\s+)?(?:[{_UP}]{{1,5}}\s*-\s*)?\d{{1,6}}(?:\s*/\s*\d{{1,4}})?"
-    r"(?:-[а-я]{1,2}\b)?)(?![\d.]\d)"
+    rf"(?P<num>(?:[{_UP}]{{1,4}}\s+)?(?:[{_UP}]{{1,5}}\s*-\s*)?\d{{1,6}}"
+    rf"(?:[{_UP}{_LOW}]{{1,2}}(?=\s+\d{{1,4}}\s*/)\s+\d{{1,4}}\s*/\s*\d{{1,4}})?"
+    rf"(?:\s*[-/]\s*(?:\d{{1,6}}|[{_UP}{_LOW}A-Za-z]{{1,4}}(?![{_UP}{_LOW}A-Za-z])))*)"
+    r"(?![\w/-]|[.,]\d)"
 )
-TYPE_RU = r"(?P<type>\b(?:[Пп]риказ|[Пп]остановлени|[Уу]каз|[Oo]rder|[Rr]esolution|[Dd]ecree)\w*)"
-TYPE_KZ = r"(?P<type>\b(?:бұйры[қғ]|қаулы|[Жж]арлы[қғ])\w*)"
+TYPE_RU = (
+    r"(?P<type>\b(?:[Нн]ормативн\w*\s+постановлени|[Пп]риказ|[Пп]остановлени|[Уу]каз|[Рр]ешени|[Рр]аспоряжени"
+    r"|[Зз]акон|[Oo]rder|[Rr]esolution|[Dd]ecree|[Dd]ecision)\w*)"
+)
+TYPE_KZ = r"(?P<type>\b(?:бұйры[қғ]|қаулы|[Жж]арлы[қғ]|шешім|өкім)\w*)"
 REGISTERED_RU = r"\b[Зз]арегистрирован\w*\s+(?:в\s+)?(?:Министерстве\s+юстиции|Минюсте|МЮ)[^№]{0,80}?"
 
-_TYPE_WORDS = {"приказ": "order", "order": "order", "бұйры": "order", "постановлени": "resolution"}
-_TYPE_WORDS |= {"resolution": "resolution", "қаулы": "resolution", "указ": "decree", "decree": "decree"}
-_TYPE_WORDS |= {"жарлы": "decree"}
-_TYPE_NAMES = {"order": "Приказ", "resolution": "Постановление", "decree": "Указ"}
+# type word (its stem) → the doc_type it names; «постановление» covers a court's normative ruling too
+_TYPE_WORDS = {"нормативн": "ruling", "приказ": "order", "order": "order", "бұйры": "order"}
+_TYPE_WORDS |= {"постановлени": "resolution", "resolution": "resolution", "қаулы": "resolution"}
+_TYPE_WORDS |= {"указ": "decree", "decree": "decree", "жарлы": "decree", "решени": "decision", "шешім": "decision"}
+_TYPE_WORDS |= {"decision": "decision", "распоряжени": "instruction", "өкім": "instruction", "закон": "law"}
+_TYPE_NAMES = {"order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
+               "ruling": "Нормативное постановление", "instruction": "Распоряжение", "law": "Закон"}  # fmt: skip
+# doc types a query's type word admits (a user writes «постановление» for a court's normative ruling)
+TYPE_ADMITS = {"resolution": ("resolution", "ruling"), "ruling": ("ruling",)}
 
 
 _ISSUER_HEAD = r"(?:Қазақстан\s+Республикасы\w*\s+)?"
@@ -113,16 +127,27 @@ def _issuer_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     """Per issuer: its declined full names and its aliases (МТСЗН, Минтруда, Правительства РК)."""
     out = []
     for issuer in issuers():
-        full = [p.pattern + r"\w*(?:\s+населения)?" for p in issuer.patterns]
+        # requisites-only patterns anchored at a line's start or end («^Закон Республики …») are not names
+        full = [p.pattern + r"\w*(?:\s+населения)?" for p in issuer.patterns if not re.search(r"\^|\$", p.pattern)]
         aliases = [_alias_regex(a) for a in sorted({issuer.short, *issuer.aliases}, key=len, reverse=True)]
         out.append((issuer.short, re.compile("|".join([*full, *aliases]), re.IGNORECASE)))
     return tuple(out)
 
 
+# A local body with the words around it: «Атбасарского районного маслихата», «акимата Камыстинского района
+# Костанайской области», «акима села Бестобе». Every repeat and word is bounded, so matching stays linear.
+_LOCAL_WORD = r"[А-ЯЁа-яёӘҒҚҢӨҰҮҺІәғқңөұүһі-]{1,40}"
+_LOCAL_PLACE = r"(?:района|области|города|округа|села|поселка|ауданы|облысы|қаласы)"
+LOCAL_ISSUER = (
+    rf"(?<![\w-])(?:{_LOCAL_WORD}(?:ого|его|ой)\s+){{0,2}}(?:[Мм]аслихат|[Аа]кимат|[Аа]ким|[Мм]әслихат|[Әә]кім)\w*"
+    rf"(?:\s+(?:{_LOCAL_WORD}\s+)?{_LOCAL_PLACE}(?:\s+[А-ЯЁӘҒҚҢӨҰҮҺІ]{_LOCAL_WORD})?){{0,3}}"
+)
+
+
 @functools.cache
 def _issuer_regex(group: str = "issuer") -> str:
     names = "|".join(f"(?:{p.pattern})" for _, p in _issuer_patterns())
-    return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL})"
+    return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL}|{LOCAL_ISSUER})"
 
 
 def _stem(word: str) -> str:
@@ -133,7 +158,7 @@ def _stem(word: str) -> str:
 
 
 def _alias_regex(alias: str) -> str:
-    return r"\s+".join(_stem(w) for w in alias.split())
+    return r"(?<!\w)" + r"\s+".join(_stem(w) for w in alias.split())
 
 
 @functools.cache
@@ -210,9 +235,14 @@ def _order(m: re.Match[str]) -> Identifier | None:
     raw, span = _raw(m)
     groups = m.groupdict()
     number = canonical_order_number(groups.get("num") or groups["bare"])  # «приказ 211»: a bare number
+    doc_type = _type_of(groups.get("type"))
+    law = canonical_law_number(number) if re.fullmatch(r"\d+\s*-\s*[IVXLCІ]+", fold_lookalikes(number)) else None
+    if law:  # «Закон РК … № 94-VI»: a law number, whatever words came before it
+        return Identifier("law_number", raw, law, span, number=law)
+    if doc_type == "law" and groups.get("bare"):  # «закон 2015 года»: a year, not a number
+        return None
     issuer_text = groups.get("issuer") or groups.get("issuer2")
     issuer = find_issuer_short(issuer_text) if issuer_text else None
-    doc_type = _type_of(groups.get("type"))
     date_text = groups.get("date1") or groups.get("date2")
     year_text = groups.get("year1") or groups.get("year2")
     date = parse_date(date_text.replace("жылгы", "жылғы")) if date_text else None
@@ -260,11 +290,15 @@ def display_designation(d: Designation) -> str:
 
 
 def find_issuer_short(text: str) -> str | None:
-    """The issuer's short form for a spelling: an alias (Минтруда) or a declined full name."""
+    """The issuer's short form for a spelling: an alias (Минтруда), a declined full name, or a local body
+    («Атбасарского районного маслихата» → маслихат)."""
     text = normalize_space(text)
     for short, pattern in _issuer_patterns():
         if re.fullmatch(f"{_ISSUER_HEAD}(?:{pattern.pattern}){_ISSUER_TAIL}", text, re.IGNORECASE):
             return short
+    if re.fullmatch(LOCAL_ISSUER, text):
+        local = find_local_issuer(text)
+        return local.short if local else None
     return None
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from enrich.storage import read_parquet
 from enrich.versions import published_file
 from lookup.errors import LookupProblem
-from lookup.grammar import Identifier, code_key, find_issuer_short
+from lookup.grammar import TYPE_ADMITS, Identifier, code_key, find_issuer_short
 from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key
@@ -169,7 +169,7 @@ class RegistryIndex:
     def _order_agrees(doc: DocInfo, ident: Identifier) -> bool:
         if ident.issuer and doc.issuer != ident.issuer:
             return False
-        if ident.doc_type and doc.doc_type != ident.doc_type:
+        if ident.doc_type and doc.doc_type not in TYPE_ADMITS.get(ident.doc_type, (ident.doc_type,)):
             return False
         if ident.date and doc.date_approved != ident.date:
             return False

@@ -4,6 +4,25 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+# How one source file of a document was read: the parser chosen, the evidence for it, and what became of
+# every article-heading-like line counted in the source (``unexplained`` = counted but not accounted for).
+EXTRACTION = pa.struct(
+    [
+        pa.field("source_file", pa.string()),
+        pa.field("parser", pa.string()),
+        pa.field("evidence", pa.list_(pa.string())),
+        pa.field("heading_lines", pa.int32()),
+        pa.field("articles", pa.int32()),
+        pa.field("annex_articles", pa.int32()),
+        pa.field("quoted", pa.int32()),
+        pa.field("notes", pa.int32()),
+        pa.field("toc", pa.int32()),
+        pa.field("out_of_sequence", pa.list_(pa.string())),
+        pa.field("unexplained", pa.int32()),
+        pa.field("notices", pa.list_(pa.string())),
+    ]
+)
+
 # One row per document. Identifier fields are what lookups and chunk filters use.
 REGISTRY_SCHEMA = pa.schema(
     [
@@ -14,6 +33,7 @@ REGISTRY_SCHEMA = pa.schema(
         pa.field("portal_id", pa.string()),  # zan.gov.kz record id
         pa.field("issuer", pa.string()),  # short form: МТСЗН, МЧС, ПРК…
         pa.field("issuer_full", pa.string()),
+        pa.field("region", pa.string()),  # a local body's region: Акмолинская область, город Астана
         pa.field("order_number", pa.string()),  # canonical: 211, ҚР ДСМ-26
         pa.field("law_zrk", pa.string()),  # canonical: 414-V
         pa.field("date_approved", pa.date32()),
@@ -29,7 +49,10 @@ REGISTRY_SCHEMA = pa.schema(
         pa.field("code_articles", pa.list_(pa.int32())),  # plain article numbers the document has
         pa.field("article_labels", pa.list_(pa.string())),  # exact labels incl. 127-2
         pa.field("aliases", pa.list_(pa.string())),
+        pa.field("annexes", pa.list_(pa.string())),  # titles of the annexes (a ratified treaty, approved rules)
         pa.field("source_files", pa.list_(pa.string())),
+        # how each source file was read (what ``zan audit`` shows): parser, why, article-like lines tallied
+        pa.field("extraction", pa.list_(EXTRACTION)),
     ]
 )
 
@@ -46,6 +69,9 @@ CHUNK_SCHEMA = pa.schema(
         pa.field("code_articles", pa.list_(pa.int32())),  # the article(s) the chunk *is*, plain numbers
         pa.field("article_labels", pa.list_(pa.string())),  # exact labels: 156, 127-2
         pa.field("section_label", pa.string()),  # standards: (c), 4.1
+        pa.field("annex", pa.int32()),  # n for text of the act's n-th annex (a ratified treaty, approved rules)
+        pa.field("annex_articles", pa.list_(pa.string())),  # an annex's own article labels (never the act's)
+        pa.field("point_labels", pa.list_(pa.string())),  # пункты the chunk opens: 12, 4-1, (f)(1)(i)
         pa.field("text", pa.string(), nullable=False),  # normative text, the embedded text
         pa.field("notes", pa.string()),  # editorial notes (Сноска, Примечание ИЗПИ), kept apart
         pa.field("text_hash", pa.string(), nullable=False),

@@ -107,9 +107,12 @@ def order_key(raw: str) -> str:
 
 
 def canonical_article_label(raw: str) -> str:
-    """``5‑1`` / ``5 - 1`` / ``156`` → ``5-1`` / ``5-1`` / ``156`` (no leading zeros)."""
-    parts = re.split(r"\s*-\s*", fold_dashes(raw.strip()))
-    return "-".join(str(int(p)) for p in parts if p.isdigit())
+    """``5‑1`` / ``5 - 1`` / ``156`` / ``10 bis`` → ``5-1`` / ``5-1`` / ``156`` / ``10bis`` (no leading zeros)."""
+    text = fold_dashes(raw.strip())
+    suffix = re.search(r"(bis|ter|quater)\s*$", text, re.IGNORECASE)
+    parts = re.split(r"\s*-\s*", text[: suffix.start()].strip() if suffix else text)
+    label = "-".join(str(int(p)) for p in parts if p.isdigit())
+    return label + suffix.group(1).lower() if suffix else label
 
 
 def article_number(label: str) -> int | None:

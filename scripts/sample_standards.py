@@ -11,12 +11,23 @@ OSHA_1910_146_XML = """<?xml version="1.0" encoding="UTF-8"?>
 <P><I>Confined space</I> means a space that is large enough for an employee to enter, has limited means of entry or exit, and is not designed for continuous employee occupancy.</P>
 <P>(c) <I>General requirements.</I> (1) The employer shall evaluate the workplace to determine if any spaces are permit-required confined spaces.</P>
 <P>(2) If the workplace contains permit spaces, the employer shall inform exposed employees by posting danger signs or by any other equally effective means.</P>
+<P>(3) If the employer decides that its employees will not enter permit spaces, the employer shall take effective measures to prevent its employees from entering the permit spaces.</P>
+<P>(4) If the employer decides that its employees will enter permit spaces, the employer shall develop and implement a written permit space program.</P>
+<P>(5) An employer may use the alternate procedures specified in paragraph (c)(5)(ii) of this section for entering a permit space under the conditions set forth in paragraph (c)(5)(i) of this section.</P>
+<P>(i) An employer whose employees enter a permit space need not comply with paragraphs (d) through (f) and (h) through (k) of this section, provided that:</P>
+<P>(A) The employer can demonstrate that the only hazard posed by the permit space is an actual or potential hazardous atmosphere;</P>
+<P>(B) The employer can demonstrate that continuous forced air ventilation alone is sufficient to maintain that permit space safe for entry;</P>
+<P>(ii) The following requirements apply to entry into permit spaces that meet the conditions set forth in paragraph (c)(5)(i) of this section.</P>
 <P>(d) <I>Permit-required confined space program.</I> Under the permit-required confined space program, the employer shall implement the measures necessary to prevent unauthorized entry and identify and evaluate the hazards of permit spaces before employees enter them.</P>
 <P>(e) <I>Permit system.</I> (1) Before entry is authorized, the employer shall document the completion of measures required by paragraph (d)(3) of this section by preparing an entry permit.</P>
 <P>(f) <I>Entry permit.</I> The entry permit that documents compliance with this section and authorizes entry to a permit space shall identify the permit space, the purpose of the entry, the date and duration, and the authorized entrants.</P>
 <P>(g) <I>Training.</I> The employer shall provide training so that all employees whose work is regulated by this section acquire the understanding, knowledge, and skills necessary for the safe performance of the duties assigned.</P>
-<P>(h) <I>Duties of authorized entrants.</I> The employer shall ensure that all authorized entrants know the hazards that may be faced during entry.</P>
-<P>(i) <I>Duties of attendants.</I> The employer shall ensure that each attendant remains outside the permit space during entry operations until relieved by another attendant.</P>
+<P>(h) <I>Duties of authorized entrants.</I> The employer shall ensure that all authorized entrants:</P>
+<P>(1) Know the hazards that may be faced during entry, including information on the mode, signs or symptoms, and consequences of the exposure;</P>
+<P>(2) Properly use equipment as required by paragraph (d)(4) of this section;</P>
+<P>(i) <I>Duties of attendants.</I> The employer shall ensure that each attendant:</P>
+<P>(1) Knows the hazards that may be faced during entry;</P>
+<P>(2) Remains outside the permit space during entry operations until relieved by another attendant.</P>
 <P>(k) <I>Rescue and emergency services.</I> (1) An employer who designates rescue and emergency services shall evaluate a prospective rescuer's ability to respond to a rescue summons in a timely manner.</P>
 </DIV8>
 """

@@ -103,7 +103,11 @@ def test_spellings_of_one_designation_share_a_doc_id(a: str, b: str) -> None:
         ("2024 жылғы 25 желтоқсандағы", dt.date(2024, 12, 25)),
         ("2015 жылғы 23 қарашадағы", dt.date(2015, 11, 23)),
         ("от 25.12.2024", dt.date(2024, 12, 25)),
-        ("2012.13.02.", None),  # a real malformed date: no month 13
+        # Kazakh notes write year.day.month: «2012.13.02. № 553-IV», «2007.19.12. № 9-ІV» (real, 95666.md)
+        ("2012.13.02.", dt.date(2012, 2, 13)),
+        ("2007.19.12. № 9-ІV", dt.date(2007, 12, 19)),
+        ("2012.99.99.", None),  # no such day or month either way
+        ("от 4 мая 2014 года № 814", dt.date(2014, 5, 4)),
     ],
 )
 def test_dates(text: str, date: dt.date | None) -> None:

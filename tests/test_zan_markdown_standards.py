@@ -8,9 +8,10 @@ import json
 import pytest
 
 from extractors.discover import extract_file
+from extractors.ecfr import parse_ecfr_xml
 from extractors.markdown import parse_markdown_act
 from extractors.model import ExtractError
-from extractors.standards import parse_ecfr_xml, parse_standard_text
+from extractors.standards import parse_standard_text
 from extractors.zan_portal import parse_zan_record
 from tests.conftest import CORPUS, SAMPLE, corpus_file
 

@@ -1,0 +1,151 @@
+"""An HTML body → lines, the way a reader sees them (for :mod:`extractors.structure`).
+
+- ``<br>`` and block elements end a line; inline elements (``<a>``, ``<b>``, ``<span>``…) join their text.
+- ``<h1>``…``<h6>`` give marked headings; a ``<br>`` inside one separates headings only where the next piece
+  starts a new one («РАЗДЕЛ 1.<br>Глава 1.»), else it continues («ДОГОВОР<br>между …»).
+- A line whose every normative word is bold is a marked heading; a bold lead that is an article heading
+  («<b>Статья 1.</b> Внести …») becomes a heading line and a text line.
+- Editorial notes (``class="note"``, red ``<font>``) are kept apart as note lines, never mixed into text.
+- A table row is one line, its cells joined by `` | ``.
+- ``<sup>`` right after a digit is an article sub-number: «Статья 21<sup>1</sup>» reads «Статья 21-1».
+- Comments, scripts and styles are never text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from lxml.etree import _Element
+
+from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines
+from schemas.identifiers import normalize_space
+
+_HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_BLOCKS = frozenset(
+    {"p", "div", "li", "ul", "ol", "blockquote", "center", "pre", "dl", "dt", "dd", "section", "article",
+     "form", "address", "header", "footer", "nav", "aside", "main", "figure", "figcaption", "hr", "tr"}
+)  # fmt: skip
+_SKIP = frozenset({"script", "style", "template", "noscript", "iframe", "button", "svg", "select", "textarea", "head"})
+_BOLD = frozenset({"b", "strong"})
+
+
+@dataclass
+class _Piece:
+    text: str
+    bold: bool
+    note: bool
+
+
+def is_note(el: _Element) -> bool:
+    cls = el.get("class") or ""
+    return "note" in cls.split() or (el.tag == "font" and (el.get("color") or "").upper() == "#FF0000")
+
+
+class _Collector:
+    """Walks an element tree and emits lines."""
+
+    def __init__(self) -> None:
+        self.lines: list[Line] = []
+        self.pieces: list[_Piece] = []
+
+    def add(self, text: str | None, bold: bool, note: bool) -> None:
+        if text:
+            self.pieces.append(_Piece(text, bold, note))
+
+    def flush(self) -> None:
+        pieces, self.pieces = self.pieces, []
+        visible = [p for p in pieces if p.text.strip()]
+        if not visible:
+            return
+        normative = [p for p in visible if not p.note]
+        text = "".join(p.text for p in pieces if not p.note)
+        if normative and normative[0].bold and not all(p.bold for p in normative):
+            lead = "".join(p.text for p in _leading_bold(normative))
+            if match_article(normalize_space(lead)):
+                self.lines.append(Line(lead, heading=True))
+                text = text.replace(lead, "", 1)
+                normative = []  # the rest is plain text
+        if text.strip():
+            bold = bool(normative) and all(p.bold for p in normative)
+            self.lines.append(Line(text, heading=bold, note=is_editorial_note(text)))
+        notes = "".join(p.text for p in pieces if p.note)
+        if notes.strip():
+            self.lines.append(Line(notes, note=True))
+
+    def content(self, el: _Element, bold: bool, note: bool) -> None:
+        self.add(el.text, bold, note)
+        for child in el:
+            self.child(child, bold, note)
+            self.add(child.tail, bold, note)
+
+    def child(self, el: _Element, bold: bool, note: bool) -> None:
+        if not isinstance(el.tag, str):  # a comment or a processing instruction: never text
+            return
+        tag = el.tag.lower()
+        if tag in _SKIP:
+            return
+        note = note or is_note(el)
+        if tag == "br":
+            self.flush()
+        elif tag in _HEADINGS:
+            self.flush()
+            self.heading(el, note)
+        elif tag == "table":
+            self.flush()
+            self.table(el, note)
+        elif tag == "sup":
+            self.sup(el, bold, note)
+        elif tag in _BLOCKS:
+            self.flush()
+            self.content(el, bold, note)
+            self.flush()
+        else:
+            self.content(el, bold or tag in _BOLD, note)
+
+    def heading(self, el: _Element, note: bool) -> None:
+        inner = _Collector()
+        inner.content(el, False, note)
+        inner.flush()
+        parts = [line.text for line in inner.lines if not line.note]
+        self.lines += [Line(h, heading=True) for h in split_heading_lines(parts)]
+        self.lines += [line for line in inner.lines if line.note]
+
+    def table(self, el: _Element, note: bool) -> None:
+        for row in el.xpath("./tr|./tbody/tr|./thead/tr|./tfoot/tr"):
+            cells = [_cell_text(c) for c in row if isinstance(c.tag, str) and c.tag in ("td", "th")]
+            text = " | ".join(c for c in cells if c)
+            if text:
+                self.lines.append(Line(text, note=note or is_editorial_note(text)))
+
+    def sup(self, el: _Element, bold: bool, note: bool) -> None:
+        text = normalize_space(el.text_content())
+        before = self.pieces[-1].text.rstrip() if self.pieces else ""
+        if text.isdigit() and before[-1:].isdigit():
+            self.pieces[-1].text = before
+            self.add(f"-{text}", bold, note)
+        else:
+            self.add(el.text_content(), bold, note)
+
+
+def _cell_text(cell: _Element) -> str:
+    """A table cell's text on one line: its own line breaks («Президент<br>Республики Казахстан») become spaces."""
+    inner = _Collector()
+    inner.content(cell, False, False)
+    inner.flush()
+    return normalize_space(" ".join(line.text for line in inner.lines))
+
+
+def _leading_bold(pieces: list[_Piece]) -> Iterator[_Piece]:
+    for piece in pieces:
+        if not piece.bold:
+            return
+        yield piece
+
+
+def body_lines(body: _Element) -> list[Line]:
+    """The lines of ``body`` (an ``<article>`` or any container) in document order."""
+    collector = _Collector()
+    collector.content(body, False, is_note(body))
+    collector.flush()
+    return collector.lines
