@@ -301,6 +301,31 @@ def eval_command(
     sys.stdout.write(json.dumps(report, ensure_ascii=False) + "\n" if as_json else format_report(report))
 
 
+@app.command("audit")
+def audit_command(
+    home: HomeOption = Path("data"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print the audit as one JSON object.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 when a file was rejected or a heading line is unexplained.")
+    ] = False,
+) -> None:
+    """Show how each published document was read: the parser and why, article-like lines in the source
+    against articles extracted, identifier fields missing; and every rejected file with its reason.
+
+    Example: `zan audit --home ./data --strict`
+    """
+    from enrich.audit import audit_home, format_audit
+
+    try:
+        audit = audit_home(home)
+    except (OSError, ValueError) as exc:
+        err.print(f"[red]zan audit failed:[/red] {exc}")
+        raise typer.Exit(1) from exc
+    sys.stdout.write(json.dumps(audit.as_dict(), ensure_ascii=False) + "\n" if as_json else format_audit(audit))
+    if strict and (audit.gaps or audit.as_dict()["files_rejected"]):
+        raise typer.Exit(1)
+
+
 def _progress() -> Progress:
     return Progress(
         TextColumn("{task.description:>8}"),

@@ -69,6 +69,22 @@ def build_report(
         "coverage": coverage(enriched),
         "documents_diff": documents_diff(registry, previous, diff, columns),
         "rejects": rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist(),
+        "extraction": extraction_summary(registry, rejects),
+    }
+
+
+def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
+    """The run report's extraction section: parsers used, heading gaps, fields missing, statuses unstated."""
+    from enrich.audit import audit_tables
+
+    audit = audit_tables(registry, rejects)
+    parsers = Counter(p for d in audit.documents for p in d.parsers)
+    return {
+        "parsers": dict(sorted(parsers.items())),
+        "unexplained_heading_lines": audit.gaps,
+        "gaps": {d.doc_id: d.unexplained for d in audit.documents if d.unexplained},
+        "missing_fields": {d.doc_id: d.missing for d in audit.documents if d.missing},
+        "notices": {d.doc_id: d.notices for d in audit.documents if d.notices},
     }
 
 
@@ -174,6 +190,16 @@ def render_html(report: dict[str, Any]) -> str:
     rejects = [[r["stage"], r["source_file"] or "", r["doc_id"] or "", r["reason"]] for r in report.get("rejects", [])]
     parts += ["<h2 class='bad'>Rejects</h2>" if rejects else "<h2>Rejects</h2>",
               _table(["stage", "file", "doc_id", "reason"], rejects)]  # fmt: skip
+    extraction = report.get("extraction") or {}
+    if extraction:
+        gaps = extraction.get("unexplained_heading_lines", 0)
+        parts += [f"<h2{' class=bad' if gaps else ''}>Extraction</h2>",
+                  _table(["parser", "documents"], list(extraction.get("parsers", {}).items())),
+                  _table(["doc_id", "fields missing"],
+                         [[d, ", ".join(m)] for d, m in extraction.get("missing_fields", {}).items()]),
+                  _table(["doc_id", "unexplained heading lines"], list(extraction.get("gaps", {}).items())),
+                  _table(["doc_id", "notice"],
+                         [[d, "; ".join(n)] for d, n in extraction.get("notices", {}).items()])]  # fmt: skip
     parts += ["<h2>Seconds per stage</h2>", _table(["stage", "s"], list(report.get("seconds", {}).items()))]
     return "\n".join(parts) + "\n"
 

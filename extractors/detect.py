@@ -21,7 +21,7 @@ from extractors.model import Document, ExtractError
 from schemas.designations import parse_designation
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
 
-HEAD_BYTES = 256 * 1024
+HEAD_BYTES = 64 * 1024
 
 
 @dataclass(frozen=True)

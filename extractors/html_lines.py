@@ -38,8 +38,10 @@ class _Piece:
 
 
 def is_note(el: _Element) -> bool:
-    cls = el.get("class") or ""
-    return "note" in cls.split() or (el.tag == "font" and (el.get("color") or "").upper() == "#FF0000")
+    cls = el.get("class")
+    if cls and "note" in cls.split():
+        return True
+    return el.tag == "font" and (el.get("color") or "").upper() == "#FF0000"
 
 
 class _Collector:
@@ -54,12 +56,25 @@ class _Collector:
             self.pieces.append(_Piece(text, bold, note))
 
     def flush(self) -> None:
-        pieces, self.pieces = self.pieces, []
-        visible = [p for p in pieces if p.text.strip()]
+        pieces = self.pieces
+        if not pieces:
+            return
+        self.pieces = []
+        if len(pieces) == 1:  # the common case: one run of text
+            piece = pieces[0]
+            if not piece.text.isspace():
+                kind = {"note": True} if piece.note else {"heading": piece.bold, "note": is_editorial_note(piece.text)}
+                self.lines.append(Line(piece.text, **kind))
+            return
+        visible = [p for p in pieces if not p.text.isspace()]
         if not visible:
             return
         normative = [p for p in visible if not p.note]
-        text = "".join(p.text for p in pieces if not p.note)
+        text = (
+            "".join(p.text for p in pieces if not p.note)
+            if len(normative) < len(visible)
+            else "".join(p.text for p in pieces)
+        )
         if normative and normative[0].bold and not all(p.bold for p in normative):
             lead = "".join(p.text for p in _leading_bold(normative))
             if match_article(normalize_space(lead)):
@@ -74,15 +89,19 @@ class _Collector:
             self.lines.append(Line(notes, note=True))
 
     def content(self, el: _Element, bold: bool, note: bool) -> None:
-        self.add(el.text, bold, note)
+        pieces = self.pieces
+        if el.text:
+            pieces.append(_Piece(el.text, bold, note))
         for child in el:
             self.child(child, bold, note)
-            self.add(child.tail, bold, note)
+            if child.tail:
+                self.pieces.append(_Piece(child.tail, bold, note))
 
     def child(self, el: _Element, bold: bool, note: bool) -> None:
-        if not isinstance(el.tag, str):  # a comment or a processing instruction: never text
+        tag = el.tag
+        if tag.__class__ is not str:  # a comment or a processing instruction: never text
             return
-        tag = el.tag.lower()
+        tag = tag.lower()
         if tag in _SKIP:
             return
         note = note or is_note(el)

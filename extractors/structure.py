@@ -34,6 +34,7 @@ ARTICLE_HEADINGS = (
     re.compile(rf"^{_LABEL}\s*-?\s*(?:бап|БАП)(?:\s*\.\s*|\s*$|\s+(?=[А-ЯЁӘҒҚҢӨҰҮҺІA-Z<«\"]))(?P<title>.*)$"),
     re.compile(rf"^(?:Article|ARTICLE)\s+{_LABEL}(?:\s*\.\s*|\s*$|\s+(?=[A-Z]))(?P<title>.*)$"),
 )
+_ARTICLE_FIRST = frozenset("СA0123456789")  # every article heading starts with one of these (Статья, Article, 156-бап)
 # What counts as an article-heading-like line when tallying a source (independent of the rules above).
 HEADING_LIKE = re.compile(
     r"^[\s\"'«“„‘(]*(?:(?:Статья|СТАТЬЯ|Article|ARTICLE)\s+\d|\d+(?:\s*-\s*\d+)?\s*-?\s*(?:бап|БАП)\b)"
@@ -77,12 +78,18 @@ _SIGNATURE = re.compile(
     rf"^{_SIGNER}[^|]{{0,140}}?(?:\|\s*)?{_NAME}\s*$"
     r"|^(?:Президент|Премьер-Министр)(?:\s*Республики\s*Казахстан)?$|^Қазақстан\s*Республикасының\s*Президенті$"
 )
+# What an unmarked heading can start with; any other unmarked line is text (a fast path for most lines).
+_MAYBE_HEADING = re.compile(
+    r"^(?:Стат|СТАТ|Arti|ARTI|Sect|\d|Глав|ГЛАВ|Разд|РАЗД|Пара|ПАРА|§|Прил|ПРИЛ|УТВЕ|Утве|Қосы|ҚОСЫ|Бекі|БЕКІ|"
+    r"Anne|ANNE|Appe|APPE|ОБЩ|ОСОБ|ЖАЛП|ЕРЕК|GENE|SPEC|Part|Chap)"
+)
 # Editorial notes written as plain lines, without note markup: «Сноска.», «Примечание ИЗПИ!», «Ескерту.»
 _EDITORIAL_NOTE = re.compile(r"^(Сноска|Примечание|Ескерту|РҚАО|ҚРЗАИ)", re.IGNORECASE)
 # A standard's numbered section heading: «4.1 General», «Section 2—Safety…», «(c) Permit system».
 STANDARD_SECTION = re.compile(r"^(?:Section\s+)?(\d+(?:\.\d+){0,3})\.?\s*(?:[-—–:]\s*)?(?P<title>[A-ZА-ЯЁ].{0,150})$")
 # A пункт: «12. …», «4-1. …» at the start of a paragraph (not «1)», which is a подпункт).
 _POINT = re.compile(r"^(\d{1,3}(?:-\d{1,2})?)\.\s+\S")
+_ANY_QUOTE = re.compile('[«»„“”"]')
 _QUOTE_PATIENCE = 1500  # lines a quotation may stay open before a stray quote mark is assumed
 
 
@@ -97,6 +104,8 @@ class Line:
 
 def match_article(text: str) -> tuple[str, str] | None:
     """``(label, title)`` when ``text`` is an article heading, else None."""
+    if not text or text[0] not in _ARTICLE_FIRST:
+        return None
     text = fold_dashes(text)
     for pattern in ARTICLE_HEADINGS:
         m = pattern.match(text)
@@ -107,17 +116,18 @@ def match_article(text: str) -> tuple[str, str] | None:
 
 def heading_like(text: str) -> bool:
     """True for a line that reads like an article heading, quoted or not (what the audit tallies)."""
-    return bool(HEADING_LIKE.match(fold_dashes(text)))
+    return bool(HEADING_LIKE.match(fold_dashes(text[:80])))
 
 
 def is_editorial_note(text: str) -> bool:
     """True for a line that opens an editorial note rather than normative text."""
-    return bool(_EDITORIAL_NOTE.match(normalize_space(text)))
+    return bool(_EDITORIAL_NOTE.match(text.lstrip()))
 
 
 def structural_rank(text: str) -> int | None:
     """The rank (0 part … 3 paragraph) of a structural heading, or None if ``text`` is not one."""
-    return next((rank for rank, pattern in _LEVELS if pattern.match(fold_dashes(text))), None)
+    head = fold_dashes(text[:80])
+    return next((rank for rank, pattern in _LEVELS if pattern.match(head)), None)
 
 
 def label_key(label: str) -> tuple[int, int, int]:
@@ -148,15 +158,17 @@ class _Quotes:
         return self.depth > 0 or self.straight
 
     def feed(self, text: str) -> None:
-        for ch in text:
-            if ch in "«„":
-                self.depth += 1
-            elif ch in "»”" or (ch == "“" and self.depth):
-                self.depth = max(0, self.depth - 1)
-            elif ch == "“":
-                self.depth += 1
-            elif ch == '"':
-                self.straight = not self.straight
+        if not _ANY_QUOTE.search(text):
+            self.age = self.age + 1 if self.open else 0
+            if self.age > _QUOTE_PATIENCE:
+                self.reset()
+            return
+        opens, closes, either = text.count("«") + text.count("„"), text.count("»") + text.count("”"), text.count("“")
+        if either:  # «„…“» closes a quotation, an English “…” opens one
+            closes, opens = (closes + either, opens) if self.depth or opens > closes else (closes, opens + either)
+        self.depth = max(0, self.depth + opens - closes)
+        if text.count('"') % 2:
+            self.straight = not self.straight
         self.age = self.age + 1 if self.open else 0
         if self.age > _QUOTE_PATIENCE:
             self.reset()
@@ -236,6 +248,8 @@ class _Builder:
 
     def _heading(self, line: Line, text: str) -> bool:
         """Open a unit if ``text`` is a heading; False when it is ordinary text."""
+        if not line.heading and not _MAYBE_HEADING.match(text) and not text.endswith(("бекітілген", "БЕКІТІЛГЕН")):
+            return False  # most lines: plain text that no heading rule could take (a cheap test first)
         article = match_article(text)
         if article:
             if self._next_article(article[0], strict=not line.heading):
@@ -337,6 +351,10 @@ def split_heading_lines(parts: list[str]) -> list[str]:
     return headings
 
 
+_HEADING_LIKE_PIECES = re.compile(r"(?:^|\x00)" + HEADING_LIKE.pattern.removeprefix("^"))
+
+
 def count_heading_like(texts: Iterable[str]) -> int:
-    """How many of ``texts`` (a source's lines or text nodes) read like an article heading."""
-    return sum(1 for t in texts if heading_like(t.strip()))
+    """How many of ``texts`` (a source's lines or text nodes) start like an article heading: one regex pass
+    over the pieces joined by NUL (so a piece's own line breaks are only spacing)."""
+    return len(_HEADING_LIKE_PIECES.findall(fold_dashes("\x00".join(texts))))

@@ -6,8 +6,13 @@ A golden row (JSON Lines) names the query, its category and what a right answer 
      "doc_ids": ["v2400035612"], "articles": [], "expect_status": "exact"}
 
 A chunk is relevant when its doc_id is one of ``doc_ids`` and, when ``articles`` is given, it carries one of
-those article labels. Refusal rows (``expect_status": "not_found"``) have no relevant chunk: the lookup is
-right when it refuses and returns no chunks; plain vector search cannot refuse, so it scores 0 there.
+those article labels. Abstention rows have no ``doc_ids``: a refusal (``"expect_status": "not_found"``) or a
+question back (``"ambiguous"``, an article named with no document); the lookup is right when its status is
+the expected one and it returns no chunks; plain vector search cannot abstain, so it scores 0 there.
+
+``wrong_document`` counts rows that name a document yet get, among their top chunks, a chunk of a document
+the row does not expect (any chunk at all for an abstention row): the answer after a refusal that zan must
+never give.
 """
 
 from __future__ import annotations
@@ -36,6 +41,10 @@ class GoldenRow:
     doc_ids: tuple[str, ...]
     articles: tuple[str, ...]
     expect_status: str | None
+
+    @property
+    def abstains(self) -> bool:
+        return not self.doc_ids and self.expect_status in ("not_found", "ambiguous")
 
     def relevant(self, chunk: Chunk) -> bool:
         if chunk.doc_id not in self.doc_ids:
@@ -108,16 +117,21 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
     """Per category and overall, for ``lookup`` (the route) and ``vector`` (plain search, the "before")."""
     tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally)}
     failures: list[dict[str, Any]] = []
+    wrong: list[str] = []
     for row in rows:
         routed = lookup.route(row.query, k_per_doc=k_per_doc)
         plain = lookup.vector_search(row.query, k=max(CUTOFFS) * 2)
         categories = (row.category, "ALL")
-        if row.expect_status == "not_found":
-            refused = routed.status == "not_found" and not routed.chunks
+        if row.expect_status != "no_identifier" and any(
+            c.doc_id not in row.doc_ids for c in routed.chunks[: max(CUTOFFS)]
+        ):
+            wrong.append(row.id)
+        if row.abstains:
+            abstained = routed.status == row.expect_status and not routed.chunks
             for category in categories:
-                tallies["lookup"][category].add_refusal(refused)
+                tallies["lookup"][category].add_refusal(abstained)
                 tallies["vector"][category].add_refusal(False)  # plain search always answers something
-            if not refused:
+            if not abstained:
                 failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": None})
             continue
         rank, plain_rank = rank_of_first_hit(row, routed.chunks), rank_of_first_hit(row, plain)
@@ -131,6 +145,8 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
         "rows": len(rows),
         "lookup": {c: t.as_dict() for c, t in sorted(tallies["lookup"].items())},
         "vector": {c: t.as_dict() for c, t in sorted(tallies["vector"].items())},
+        "wrong_document": len(wrong),
+        "wrong_document_rows": wrong,
         "failures": failures,
     }
 
@@ -146,6 +162,7 @@ def format_report(report: dict[str, Any]) -> str:
         cells += [base["hit@1"], base["hit@5"], base["mrr"], base["refused"]]
         a, b, c, d, e, f, g, h = (_cell(v) for v in cells)
         lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6} {h:>7}")
+    lines.append(f"wrong-document answers: {report.get('wrong_document', 0)}")
     if report["failures"]:
         lines.append(f"lookup misses: {len(report['failures'])}")
         lines += [f"  {f['id']} {f['query']!r}: status {f['status']}, rank {f['rank']}" for f in report["failures"]]

@@ -25,6 +25,8 @@ class Chunk:
     article_labels: list[str]
     text: str
     score: float
+    point_labels: tuple[str, ...] = ()
+    annex: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -32,13 +34,18 @@ class Chunk:
             "doc_id": self.doc_id,
             "code_articles": self.code_articles,
             "article_labels": self.article_labels,
+            "point_labels": list(self.point_labels),
+            "annex": self.annex,
             "text": self.text,
             "score": round(self.score, 6),
         }
 
 
 def doc_filter(
-    doc_ids: Sequence[str], articles: Sequence[str] | None = None, sections: Sequence[str] | None = None
+    doc_ids: Sequence[str],
+    articles: Sequence[str] | None = None,
+    sections: Sequence[str] | None = None,
+    points: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """A Chroma ``where`` for these documents (and article labels, and structural paths). ``$contains`` is
     the only operator that tests list membership; ``$in`` or equality on a list field silently match
@@ -51,6 +58,9 @@ def doc_filter(
         clauses.append(labels[0] if len(labels) == 1 else {"$or": labels})
     if sections:
         clauses.append({"path": {"$in": list(dict.fromkeys(sections))}})
+    if points:
+        marks = [{"point_labels": {"$contains": p}} for p in dict.fromkeys(points)]
+        clauses.append(marks[0] if len(marks) == 1 else {"$or": marks})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
@@ -65,6 +75,7 @@ def fetch_chunks_by_doc_ids(
     query_vector: np.ndarray | None = None,
     published: Mapping[str, str] | None = None,
     sections: Sequence[str] | None = None,
+    points: Sequence[str] | None = None,
 ) -> list[Chunk]:
     """The ``k_per_doc`` chunks of each document most similar to ``query``, best first overall.
 
@@ -76,7 +87,9 @@ def fetch_chunks_by_doc_ids(
     if not doc_ids:
         return []
     got = _published_only(
-        collection.get(where=doc_filter(doc_ids, articles, sections), include=["embeddings", "documents", "metadatas"]),
+        collection.get(
+            where=doc_filter(doc_ids, articles, sections, points), include=["embeddings", "documents", "metadatas"]
+        ),
         published,
     )
     if not got["ids"]:
@@ -139,4 +152,6 @@ def _chunk(chunk_id: str, meta: Any, text: str | None, score: float) -> Chunk:
         article_labels=[str(a) for a in meta.get("article_labels") or []],
         text=text or "",
         score=score,
+        point_labels=tuple(str(p) for p in meta.get("point_labels") or []),
+        annex=int(meta["annex"]) if meta.get("annex") is not None else None,
     )

@@ -38,7 +38,7 @@ from schemas.identifiers import (
 class Identifier:
     """One identifier found in a query; ``span`` slices the original query text."""
 
-    kind: str  # adilet_id, law_number, code_article, article, order, registration, standard
+    kind: str  # adilet_id, law_number, code_article, article, point, order, registration, standard
     raw: str
     canonical: str
     span: tuple[int, int]
@@ -53,9 +53,14 @@ class Identifier:
     date: dt.date | None = None
     year: int | None = None
     designation: Designation | None = None
+    bound_to: int | None = None  # an article or пункт: the index of the document identifier it belongs to
+    binding: str | None = None  # the rule that bound it (``lookup.binding``)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "raw": self.raw, "canonical": self.canonical, "span": list(self.span)}
+        out: dict[str, Any] = {"kind": self.kind, "raw": self.raw, "canonical": self.canonical, "span": list(self.span)}
+        if self.binding:
+            out["binding"] = self.binding
+        return out
 
 
 @dataclass(frozen=True)
@@ -258,6 +263,12 @@ def _order(m: re.Match[str]) -> Identifier | None:
     )
 
 
+def _point(m: re.Match[str]) -> Identifier:
+    raw, span = _raw(m)
+    label = canonical_article_label(m.group("pt"))
+    return Identifier("point", raw, f"п. {label}", span, paragraph=label)
+
+
 def _registration(m: re.Match[str]) -> Identifier:
     raw, span = _raw(m)
     number = m.group("num")
@@ -345,7 +356,7 @@ def rows() -> tuple[Row, ...]:
         _row(
             "law_number",
             "law_number",
-            r"(?:(?:Закон\w*|Кодекс\w*)\s+(?:(?:РК|Республики\s+Казахстан)\s+)?)?"
+            r"(?:(?:[Зз]акон\w*|[Кк]одекс\w*)\s+(?:(?:РК|Республики\s+Казахстан)\s+)?)?"
             rf"(?:{NUM_SIGN}\s*)?(?P<num>\d{{1,4}})\s*-\s*(?P<conv>[IVXІХ]{{1,5}})(?![\w])"
             r"(?:\s*(?:ЗРК|ҚРЗ|(?:ҚР\s+)?Заң\w*|Закон\w*|Кодекс\w*))?",
             _law,
@@ -400,6 +411,15 @@ def rows() -> tuple[Row, ...]:
             "156-бабының 2-тармағы",
         ),
         _row("code_article_number_code", "code_article", rf"{ART}\s+{code}", _article, "182 ТК", "156 ТК РК"),
+        _row(
+            "point_ru",
+            "point",
+            r"\b(?:п\.|пункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))",
+            _point,
+            "п. 12",
+            "пункт 5",
+            "пункта 4-1",
+        ),
         _row(
             "registration_ru",
             "registration",
@@ -481,7 +501,7 @@ def parse(query: str) -> list[Identifier]:
     """Every identifier in ``query``, in order, non-overlapping; spans index the original text.
 
     Folding dashes and look-alikes keeps the string's length, so spans found in folded text slice ``query``.
-    Articles named without a code take the code named next to them («ст. 156 и 158 ТК РК»).
+    Articles and пункты are bound to the document the question names for them (:mod:`lookup.binding`).
     """
     dashed = fold_dashes(query)
     folded = fold_lookalikes(dashed)
@@ -499,25 +519,11 @@ def parse(query: str) -> list[Identifier]:
         if ident is not None:
             found.append(_with_original(ident, query))
             end = m.end() if ident.span[1] == m.end() else ident.span[1]
-    return _share_codes(found)
+    from lookup.binding import bind
+
+    return bind(query, found)
 
 
 def _with_original(ident: Identifier, query: str) -> Identifier:
     """Raw text as the user typed it (the match ran on folded text)."""
     return replace(ident, raw=query[ident.span[0] : ident.span[1]])
-
-
-def _share_codes(found: list[Identifier]) -> list[Identifier]:
-    coded = [i for i in found if i.kind == "code_article"]
-    if not coded:
-        return found
-    out = []
-    for ident in found:
-        if ident.kind == "article":
-            nearest = min(coded, key=lambda c: abs(c.span[0] - ident.span[0]))
-            canonical = f"{ident.canonical} {nearest.code_name}"
-            ident = replace(
-                ident, kind="code_article", code=nearest.code, code_name=nearest.code_name, canonical=canonical
-            )
-        out.append(ident)
-    return out

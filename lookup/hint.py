@@ -17,7 +17,7 @@ _STATUS_WORDS = {"in_force": "", "updated": "", "unknown": "", "repealed": "УТ
 NO_IDENTIFIER = "В вопросе нет номеров документов: источники найдены смысловым поиском, проверь их по тексту."
 
 
-def describe(doc: DocInfo, articles: tuple[str, ...] = ()) -> str:
+def describe(doc: DocInfo, articles: tuple[str, ...] = (), points: tuple[str, ...] = ()) -> str:
     """«Приказ МТСЗН № 211 от 25.12.2024 «Об утверждении…» (V2400035612)», with articles when named."""
     parts = [doc.doc_title]
     if doc.doc_type in ("order", "resolution", "decree") and doc.order_number:
@@ -25,6 +25,8 @@ def describe(doc: DocInfo, articles: tuple[str, ...] = ()) -> str:
         parts.append(f"{doc.issuer} {issued}" if doc.issuer else issued)
     if articles:
         parts.append(", ".join(f"ст. {a}" for a in articles))
+    if points:
+        parts.append(", ".join(f"п. {p}" for p in points))
     status = _STATUS_WORDS.get(doc.status, f"статус: {doc.status}")
     return f"{', '.join(parts)} ({doc.ref}{'; ' + status if status else ''})"
 
@@ -32,13 +34,19 @@ def describe(doc: DocInfo, articles: tuple[str, ...] = ()) -> str:
 def hint_line(match: Match, docs: dict[str, DocInfo]) -> str:
     raw = match.identifier.raw
     if match.status == "exact":
-        return f"✓ '{raw}' → {describe(docs[match.doc_ids[0]], match.articles)}"
+        return f"✓ '{raw}' → {describe(docs[match.doc_ids[0]], match.articles, match.points)}"
+    if match.candidates_only:
+        listed = "; ".join(describe(docs[d], match.articles) for d in match.doc_ids)
+        found = f" Такая статья есть в: {listed}." if listed else ""
+        return f"⚠ '{raw}' — не сказано, какого документа.{found} Спроси пользователя, о каком документе речь."
     if match.status == "ambiguous":
         listed = "; ".join(describe(docs[d], match.articles) for d in match.doc_ids)
         return f"⚠ '{raw}' → соответствует {len(match.doc_ids)} документам: {listed}. {ASK}"
     if match.near and match.identifier.article and match.identifier.kind in ("code_article", "article"):
         where = "; ".join(describe(docs[d]) for d in match.near)
         return f"⚠ '{raw}' — статья {match.identifier.article} НЕ НАЙДЕНА в {where}. {REFUSE_ARTICLE}"
+    if match.identifier.bound_to is not None and match.reason:  # an article of a document that is not there
+        return f"⚠ '{raw}' — {match.reason}. {REFUSE}"
     line = f"⚠ '{raw}' — НЕ НАЙДЕН в реестре. {REFUSE}"
     if match.near:
         others = "; ".join(describe(docs[d]) for d in match.near)

@@ -24,6 +24,8 @@ from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key
 
+MAX_CANDIDATES = 5
+
 
 class RegistryMissing(LookupProblem):
     """No published registry under the data directory."""
@@ -63,9 +65,15 @@ class Match:
     sections: tuple[str, ...] = ()  # structural chunk paths a paragraph points at (29 CFR 1910.146(c) → secc)
     near: tuple[str, ...] = ()  # same number, but the issuer, date, edition or article stated differ
     reason: str | None = None
+    points: tuple[str, ...] = ()  # пункты to narrow to («п. 12 Правил …»)
+    candidates_only: bool = False  # an article no document was named for: candidates, never an answer
 
     @property
     def status(self) -> str:
+        """An article named with no document is ``ambiguous`` (ask which document), whatever the registry
+        holds; otherwise: none found, one, or several."""
+        if self.candidates_only:
+            return "ambiguous"
         return "not_found" if not self.doc_ids else "exact" if len(self.doc_ids) == 1 else "ambiguous"
 
     def as_dict(self) -> dict[str, Any]:
@@ -79,14 +87,17 @@ class Match:
             "sections": list(self.sections),
             "near": list(self.near),
             "reason": self.reason,
+            "points": list(self.points),
+            "binding": self.identifier.binding,
         }
 
 
 def _index(pairs: Iterable[tuple[Any, str]]) -> dict[Any, tuple[str, ...]]:
-    out: dict[Any, list[str]] = defaultdict(list)
+    """key → doc_ids in first-seen order, built in linear time (an ordered set per key)."""
+    out: dict[Any, dict[str, None]] = defaultdict(dict)
     for key, doc_id in pairs:
-        if key and doc_id not in out[key]:
-            out[key].append(doc_id)
+        if key:
+            out[key][doc_id] = None
     return {k: tuple(v) for k, v in out.items()}
 
 
@@ -101,6 +112,7 @@ class RegistryIndex:
     by_article: dict[str, tuple[str, ...]] = field(default_factory=dict)
     by_standard: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
     qualifiers: dict[tuple[str, str], str] = field(default_factory=dict)  # (doc_id, org) → edition / API kind
+    max_candidates: int = MAX_CANDIDATES  # documents listed for an article named with no document
 
     @classmethod
     def load(cls, home: Path) -> RegistryIndex:
@@ -128,15 +140,55 @@ class RegistryIndex:
         return index
 
     def resolve(self, identifiers: list[Identifier]) -> list[Match]:
-        """One match per identifier. An article named without its document binds to the documents the
-        query names otherwise («ст. 3 приказа № 211»), else to every document that has that article."""
-        matches = [self._one(i) for i in identifiers if i.kind != "article"]
-        named = tuple(dict.fromkeys(d for m in matches for d in m.doc_ids))
-        for ident in identifiers:
-            if ident.kind == "article":
-                matches.append(self._article(ident, named))
-        order = {id(i): n for n, i in enumerate(identifiers)}
-        return sorted(matches, key=lambda m: order[id(m.identifier)])
+        """One match per identifier, in query order. An article or a пункт goes to the document the query
+        names for it (``Identifier.bound_to``, see :mod:`lookup.binding`) and nowhere else: when that
+        document is not in the registry the article is refused with the reason; when the query names no
+        document for it, it is ambiguous with at most ``max_candidates`` candidates, never every document."""
+        unbound = ("article", "point")
+        matches: list[Match | None] = [
+            None if i.bound_to is not None or i.kind in unbound else self._one(i) for i in identifiers
+        ]
+        for n, ident in enumerate(identifiers):
+            if matches[n] is not None:
+                continue
+            target = ident.bound_to
+            if target is not None:
+                matches[target] = matches[target] or self._one(identifiers[target])
+                matches[n] = self._bound(ident, identifiers[target], matches[target])  # type: ignore[arg-type]
+            else:
+                matches[n] = self._unbound(ident)
+        return [m for m in matches if m is not None]
+
+    def _bound(self, ident: Identifier, target: Identifier, found: Match) -> Match:
+        what = f"статья {ident.article}" if ident.kind != "point" else f"пункт {ident.paragraph}"
+        if not found.doc_ids:
+            unbound = "не привязан" if ident.kind == "point" else "не привязана"
+            return Match(ident, (), reason=f"{target.canonical} не найден в реестре; {what} {unbound}")
+        if ident.kind == "point":
+            return Match(ident, found.doc_ids, points=(ident.paragraph or "",), sections=found.sections)
+        having = tuple(d for d in found.doc_ids if ident.article in self.docs[d].article_labels)
+        if not having:
+            return Match(
+                ident, (), near=found.doc_ids, reason=f"в документе {target.canonical} нет статьи {ident.article}"
+            )
+        return Match(ident, having, articles=(ident.article or "",))
+
+    def _unbound(self, ident: Identifier) -> Match:
+        """No document named for it: the documents that have such an article, as candidates only."""
+        if ident.kind == "point":
+            return Match(ident, (), reason=f"пункт {ident.paragraph}: не сказано, какого документа")
+        pool = self.by_article.get(ident.article or "", ())
+        ranked = sorted(pool, key=self._candidate_order)[: self.max_candidates]
+        reason = f"не сказано, какого документа статья {ident.article}"
+        if len(pool) > len(ranked):
+            reason += f": показаны {len(ranked)} из {len(pool)}"
+        return Match(ident, tuple(ranked), articles=(ident.article or "",) if ranked else (), reason=reason,
+                     candidates_only=True)  # fmt: skip
+
+    def _candidate_order(self, doc_id: str) -> tuple[int, int, str]:
+        doc = self.docs[doc_id]
+        kinds = ("constitution", "code", "law")
+        return (kinds.index(doc.doc_type) if doc.doc_type in kinds else len(kinds), doc.status == "repealed", doc_id)
 
     def _one(self, ident: Identifier) -> Match:
         if ident.kind == "adilet_id":
@@ -187,13 +239,6 @@ class RegistryIndex:
         if not having:
             return Match(ident, (), near=docs, reason=f"в документе нет статьи {ident.article}")
         return Match(ident, having, articles=(ident.article or "",))
-
-    def _article(self, ident: Identifier, named: tuple[str, ...]) -> Match:
-        pool = named or self.by_article.get(ident.article or "", ())
-        having = tuple(d for d in pool if ident.article in self.docs[d].article_labels)
-        reason = None if having else f"статьи {ident.article} нет в названных документах"
-        near = tuple(d for d in pool if d not in having)
-        return Match(ident, having, articles=(ident.article or "",) if having else (), near=near, reason=reason)
 
     def _standard(self, ident: Identifier) -> Match:
         d = ident.designation

@@ -23,8 +23,6 @@ from lookup.grammar import Identifier, parse
 from lookup.hint import hint
 from lookup.registry_index import Match, RegistryIndex
 
-STATUSES = ("exact", "ambiguous", "not_found", "no_identifier")
-
 
 @dataclass
 class RouteResult:
@@ -49,27 +47,39 @@ class RouteResult:
 
 
 def overall_status(matches: list[Match]) -> str:
-    """``no_identifier`` without matches; else the worst of them: not_found > ambiguous > exact."""
+    """One word for the whole answer. ``no_identifier``: nothing to resolve; ``not_found``: nothing
+    resolved (and no chunk is returned); ``partial``: some identifiers resolved, others did not (chunks come
+    only from what resolved, and the hint says what is missing); else ``ambiguous`` if any is, else
+    ``exact``. A partial answer is never reported as exact."""
     if not matches:
         return "no_identifier"
     statuses = {m.status for m in matches}
-    return next(s for s in ("not_found", "ambiguous", "exact") if s in statuses)
+    if statuses == {"not_found"}:
+        return "not_found"
+    if "not_found" in statuses:
+        return "partial"
+    return "ambiguous" if "ambiguous" in statuses else "exact"
 
 
-Narrowing = tuple[tuple[str, ...], tuple[str, ...]]  # (article labels, structural sections)
+Narrowing = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # (article labels, sections, пункты)
 
 
 def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
-    """doc_id → the article labels and sections to restrict to (empty: the whole document). A named
+    """doc_id → the article labels, sections and пункты to restrict to (empty: the whole document). A named
     article narrows its document even when another identifier names the document as a whole
-    («V2400035612 ст. 3»); a paragraph narrows a standard to its section (29 CFR 1910.146(c) → (c))."""
-    articles: dict[str, set[str]] = {}
-    sections: dict[str, set[str]] = {}
+    («V2400035612 ст. 3»); a paragraph narrows a standard to its section (29 CFR 1910.146(c) → (c));
+    a пункт narrows to the chunks that open it («п. 12 Правил приказа № 211»). Candidates of an article
+    named with no document are not fetched: the hint asks which document is meant."""
+    plan: dict[str, tuple[set[str], set[str], set[str]]] = {}
     for match in matches:
+        if match.candidates_only:  # an article no document was named for: listed in the hint, never fetched
+            continue
         for doc_id in match.doc_ids:
-            articles.setdefault(doc_id, set()).update(a for a in match.articles if a)
-            sections.setdefault(doc_id, set()).update(match.sections)
-    return {d: (tuple(sorted(a)), tuple(sorted(sections[d]))) for d, a in articles.items()}
+            articles, sections, points = plan.setdefault(doc_id, (set(), set(), set()))
+            articles.update(a for a in match.articles if a)
+            sections.update(match.sections)
+            points.update(p for p in match.points if p)
+    return {d: (tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p))) for d, (a, s, p) in plan.items()}
 
 
 class Lookup:
@@ -103,11 +113,11 @@ class Lookup:
 
     def _fetch(
         self, docs: list[str], query: str, k_per_doc: int, articles: tuple[str, ...], sections: tuple[str, ...],
-        vector: Any,
+        vector: Any, points: tuple[str, ...] = (),
     ) -> list[Chunk]:  # fmt: skip
         return fetch_chunks_by_doc_ids(
             docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-            query_vector=vector, published=self.published, sections=sections,
+            query_vector=vector, published=self.published, sections=sections, points=points,
         )  # fmt: skip
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
@@ -123,10 +133,11 @@ class Lookup:
         plan = fetch_plan(matches)
         vector = self.embedder.embed([query])[0]
         chunks: list[Chunk] = []
-        for articles, sections in dict.fromkeys(plan.values()):
-            docs = [d for d, narrowing in plan.items() if narrowing == (articles, sections)]
-            found = self._fetch(docs, query, k_per_doc, articles, sections, vector)
-            if not found and sections:  # the section is not chunked on its own: the whole document ranks
+        for narrowing in dict.fromkeys(plan.values()):
+            articles, sections, points = narrowing
+            docs = [d for d, n in plan.items() if n == narrowing]
+            found = self._fetch(docs, query, k_per_doc, articles, sections, vector, points)
+            if not found and (sections or points):  # not chunked on its own: the whole document ranks
                 found = self._fetch(docs, query, k_per_doc, articles, (), vector)
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))

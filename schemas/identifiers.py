@@ -49,9 +49,12 @@ _ROMAN = re.compile(r"^[IVXLC]+$")
 ADILET_ID = r"[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_)"
 
 
+_DASH_RE = re.compile("[" + "".join(map(chr, _DASHES)) + "]")
+
+
 def fold_dashes(text: str) -> str:
-    """Replace every dash spelling (‐ ‑ – — − …) with ``-``."""
-    return text.translate(_DASHES)
+    """Replace every dash spelling (‐ ‑ – — − …) with ``-`` (length kept, so spans stay valid)."""
+    return _DASH_RE.sub("-", text)
 
 
 def fold_lookalikes(text: str) -> str:
@@ -61,8 +64,9 @@ def fold_lookalikes(text: str) -> str:
 
 def normalize_space(text: str) -> str:
     """NFC, non-breaking and odd spaces to plain spaces, runs collapsed, ends stripped."""
-    text = unicodedata.normalize("NFC", text).replace("\u00a0", " ").replace("\u202f", " ")
-    return " ".join(text.split())
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFC", text)
+    return " ".join(text.split())  # str.split() already splits on U+00A0 and U+202F
 
 
 def canonical_adilet_id(raw: str) -> str:

@@ -280,7 +280,8 @@ def test_table_size_meets_the_bar() -> None:
 def test_every_row_reads_its_examples(row) -> None:  # type: ignore[no-untyped-def]
     assert row.examples, f"row {row.name} has no examples"
     for example in row.examples:
-        found = parse(example)
+        # a пункт is an identifier only with the document it belongs to (lookup.binding)
+        found = parse(example) if row.kind != "point" else parse(f"{example} приказа № 211")[:1]
         assert len(found) == 1, (example, found)
         assert found[0].span == (0, len(example)), example
         assert found[0].kind in {row.kind, "article"}, example
