@@ -26,8 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from lookup.grammar import Identifier
+if TYPE_CHECKING:  # grammar imports this module to bind what it parses
+    from lookup.grammar import Identifier
 
 # Identifier kinds that name a document (an article alone does not).
 DOCUMENT_KINDS = frozenset({"adilet_id", "law_number", "order", "registration", "standard", "code_article"})

@@ -20,6 +20,7 @@ from typing import Any
 
 from extractors.reference import CodeRef, codes, find_local_issuer, issuers
 from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
+from lookup.binding import bind
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
@@ -80,8 +81,8 @@ class Row:
 _UP = "A-ZА-ЯЁӘҒҚҢӨҰҮҺІ"
 NUM_SIGN = r"(?:№|(?<!\w)N(?=\s?\d)|(?<!\w)No\.?)"
 ART = r"(?P<art>\d{1,4}(?:-\d{1,3})?)(?![\d.,]\d|-?\d)"
-ART_WORD = r"\b(?:ст(?:ать[а-яё]*|\.)|Article|Art\.)"
-PARA_RU = r"(?:\b(?P<pw>пп\.|п(?:ункт[а-я]*|\.)|ч(?:аст[а-я]*|\.))\s*(?P<para>\d{1,3}(?:\.\d{1,3})?)\s*,?\s*)"
+ART_WORD = r"\b(?:[Сс]т(?:ать[а-яё]*|\.)|СТАТЬ[А-ЯЁ]*|Article|Art\.)"
+PARA_RU = r"(?:\b(?P<pw>[Пп]п\.|[Пп](?:ункт[а-я]*|\.)|[Чч](?:аст[а-я]*|\.))\s*(?P<para>\d{1,3}(?:\.\d{1,3})?)\s*,?\s*)"
 BAP = r"\s*-?\s*(?:бап|баб)\w*"
 PARA_KZ = r"(?:\s+(?P<para2>\d{1,3})\s*-?\s*тармағ\w*)"
 DATE_NUM = r"\d{1,2}\.\d{1,2}\.\d{4}"
@@ -226,7 +227,8 @@ def _article(m: re.Match[str]) -> Identifier:
     groups = m.groupdict()
     label = canonical_article_label(groups["art"])
     para = groups.get("para") or groups.get("para2")
-    word = "ч." if (groups.get("pw") or "").startswith("ч") else "пп." if groups.get("pw") == "пп." else "п."
+    pw = (groups.get("pw") or "").lower()
+    word = "ч." if pw.startswith("ч") else "пп." if pw == "пп." else "п."
     prefix = f"{word} {para} " if para else ""
     para = f"{word} {para}" if para else None
     if not groups.get("code"):
@@ -414,7 +416,7 @@ def rows() -> tuple[Row, ...]:
         _row(
             "point_ru",
             "point",
-            r"\b(?:п\.|пункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))",
+            r"\b(?:[Пп]\.|[Пп]ункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))",
             _point,
             "п. 12",
             "пункт 5",
@@ -498,10 +500,16 @@ def rows() -> tuple[Row, ...]:
 
 
 def parse(query: str) -> list[Identifier]:
+    """Every identifier in ``query``, in order, non-overlapping; spans index the original text. Articles and
+    пункты are bound to the document the question names for them (:mod:`lookup.binding`)."""
+    return bind(query, parse_unbound(query))
+
+
+def parse_unbound(query: str) -> list[Identifier]:
     """Every identifier in ``query``, in order, non-overlapping; spans index the original text.
 
     Folding dashes and look-alikes keeps the string's length, so spans found in folded text slice ``query``.
-    Articles and пункты are bound to the document the question names for them (:mod:`lookup.binding`).
+    Articles and пункты are left unbound (:func:`parse` binds them).
     """
     dashed = fold_dashes(query)
     folded = fold_lookalikes(dashed)
@@ -519,9 +527,7 @@ def parse(query: str) -> list[Identifier]:
         if ident is not None:
             found.append(_with_original(ident, query))
             end = m.end() if ident.span[1] == m.end() else ident.span[1]
-    from lookup.binding import bind
-
-    return bind(query, found)
+    return found
 
 
 def _with_original(ident: Identifier, query: str) -> Identifier:

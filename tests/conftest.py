@@ -44,6 +44,19 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     return info, home
 
 
+@pytest.fixture(scope="session")
+def corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One run over all of ../shared/corpus (adilet, kzlaws, zan) plus the bundled sample, with embedded
+    Chroma, shared by read-only tests (skipped when the corpus is absent)."""
+    from enrich.pipeline import run
+
+    corpus_file("adilet/rus/K1500000414.html")
+    home = tmp_path_factory.mktemp("corpus-home")
+    sources = [CORPUS / "adilet", CORPUS / "kzlaws", CORPUS / "zan", SAMPLE]
+    info = run(sources, home)
+    return info, home
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
