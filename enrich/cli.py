@@ -256,6 +256,9 @@ def lookup_command(
     chroma_url: ChromaUrlOption = None,
     embedder: EmbedderOption = "hash",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    max_candidates: Annotated[
+        int, typer.Option("--max-candidates", min=0, help="Documents listed for an article named with no document.")
+    ] = 5,
 ) -> None:
     """Resolve the identifiers in QUERY through the registry, fetch only their chunks, and print the hint.
 
@@ -264,7 +267,7 @@ def lookup_command(
     from lookup.route import Lookup
 
     try:
-        result = Lookup.open(home, chroma_url, embedder).route(query, k_per_doc=k_per_doc)
+        result = Lookup.open(home, chroma_url, embedder, max_candidates).route(query, k_per_doc=k_per_doc)
     except (LookupProblem, FileNotFoundError, ValueError) as exc:
         err.print(f"[red]zan lookup failed:[/red] {exc}")
         raise typer.Exit(1) from exc

@@ -46,6 +46,7 @@ def doc_filter(
     articles: Sequence[str] | None = None,
     sections: Sequence[str] | None = None,
     points: Sequence[str] | None = None,
+    in_annex: bool = False,
 ) -> dict[str, Any]:
     """A Chroma ``where`` for these documents (and article labels, and structural paths). ``$contains`` is
     the only operator that tests list membership; ``$in`` or equality on a list field silently match
@@ -61,6 +62,8 @@ def doc_filter(
     if points:
         marks = [{"point_labels": {"$contains": p}} for p in dict.fromkeys(points)]
         clauses.append(marks[0] if len(marks) == 1 else {"$or": marks})
+    if in_annex:
+        clauses.append({"annex": {"$gte": 1}})
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
@@ -76,6 +79,7 @@ def fetch_chunks_by_doc_ids(
     published: Mapping[str, str] | None = None,
     sections: Sequence[str] | None = None,
     points: Sequence[str] | None = None,
+    in_annex: bool = False,
 ) -> list[Chunk]:
     """The ``k_per_doc`` chunks of each document most similar to ``query``, best first overall.
 
@@ -88,7 +92,8 @@ def fetch_chunks_by_doc_ids(
         return []
     got = _published_only(
         collection.get(
-            where=doc_filter(doc_ids, articles, sections, points), include=["embeddings", "documents", "metadatas"]
+            where=doc_filter(doc_ids, articles, sections, points, in_annex),
+            include=["embeddings", "documents", "metadatas"],
         ),
         published,
     )

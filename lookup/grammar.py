@@ -54,6 +54,7 @@ class Identifier:
     date: dt.date | None = None
     year: int | None = None
     designation: Designation | None = None
+    in_annex: bool = False  # a пункт of the rules or regulation an act approves («п. 12 Правил»)
     bound_to: int | None = None  # an article or пункт: the index of the document identifier it belongs to
     binding: str | None = None  # the rule that bound it (``lookup.binding``)
 
@@ -266,9 +267,12 @@ def _order(m: re.Match[str]) -> Identifier | None:
 
 
 def _point(m: re.Match[str]) -> Identifier:
+    """«п. 12», or «п. 12 Правил» (a пункт of the rules an act approves: its annex, never the act's own text)."""
     raw, span = _raw(m)
     label = canonical_article_label(m.group("pt"))
-    return Identifier("point", raw, f"п. {label}", span, paragraph=label)
+    part = m.group("part")
+    canonical = f"п. {label} {m.group(0)[m.start('part') - m.start() :].split()[0]}" if part else f"п. {label}"
+    return Identifier("point", raw, canonical, span, paragraph=label, in_annex=bool(part))
 
 
 def _registration(m: re.Match[str]) -> Identifier:
@@ -416,11 +420,13 @@ def rows() -> tuple[Row, ...]:
         _row(
             "point_ru",
             "point",
-            r"\b(?:[Пп]\.|[Пп]ункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))",
+            r"\b(?:[Пп]\.|[Пп]ункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))"
+            r"(?:\s+(?P<part>Правил|Положени|Инструкци|Регламент|Перечн|Требовани)[а-яё]{0,3})?",
             _point,
             "п. 12",
             "пункт 5",
             "пункта 4-1",
+            "п. 12 Правил",
         ),
         _row(
             "registration_ru",

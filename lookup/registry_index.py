@@ -67,6 +67,7 @@ class Match:
     reason: str | None = None
     points: tuple[str, ...] = ()  # пункты to narrow to («п. 12 Правил …»)
     candidates_only: bool = False  # an article no document was named for: candidates, never an answer
+    annex_only: bool = False  # the пункт is one of an annex («п. 12 Правил»), not of the act's own text
 
     @property
     def status(self) -> str:
@@ -165,7 +166,8 @@ class RegistryIndex:
             unbound = "не привязан" if ident.kind == "point" else "не привязана"
             return Match(ident, (), reason=f"{target.canonical} не найден в реестре; {what} {unbound}")
         if ident.kind == "point":
-            return Match(ident, found.doc_ids, points=(ident.paragraph or "",), sections=found.sections)
+            points = (ident.paragraph or "",)
+            return Match(ident, found.doc_ids, points=points, sections=found.sections, annex_only=ident.in_annex)
         having = tuple(d for d in found.doc_ids if ident.article in self.docs[d].article_labels)
         if not having:
             return Match(

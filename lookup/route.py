@@ -21,7 +21,7 @@ from lookup.errors import LookupProblem
 from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
 from lookup.grammar import Identifier, parse
 from lookup.hint import hint
-from lookup.registry_index import Match, RegistryIndex
+from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 
 
 @dataclass
@@ -61,7 +61,7 @@ def overall_status(matches: list[Match]) -> str:
     return "ambiguous" if "ambiguous" in statuses else "exact"
 
 
-Narrowing = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]  # (article labels, sections, пункты)
+Narrowing = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]  # articles, sections, пункты, annex
 
 
 def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
@@ -70,16 +70,20 @@ def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
     («V2400035612 ст. 3»); a paragraph narrows a standard to its section (29 CFR 1910.146(c) → (c));
     a пункт narrows to the chunks that open it («п. 12 Правил приказа № 211»). Candidates of an article
     named with no document are not fetched: the hint asks which document is meant."""
-    plan: dict[str, tuple[set[str], set[str], set[str]]] = {}
+    plan: dict[str, tuple[set[str], set[str], set[str], set[bool]]] = {}
     for match in matches:
         if match.candidates_only:  # an article no document was named for: listed in the hint, never fetched
             continue
         for doc_id in match.doc_ids:
-            articles, sections, points = plan.setdefault(doc_id, (set(), set(), set()))
+            articles, sections, points, annex = plan.setdefault(doc_id, (set(), set(), set(), set()))
             articles.update(a for a in match.articles if a)
             sections.update(match.sections)
             points.update(p for p in match.points if p)
-    return {d: (tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p))) for d, (a, s, p) in plan.items()}
+            annex.add(match.annex_only if match.points else True)
+    return {
+        d: (tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p)), bool(p) and all(annex))
+        for d, (a, s, p, annex) in plan.items()
+    }
 
 
 class Lookup:
@@ -92,9 +96,18 @@ class Lookup:
         self.published = published
 
     @classmethod
-    def open(cls, home: Path, chroma_url: str | None = None, embedder: str | Embedder = "hash") -> Lookup:
-        """Open the published registry and index under ``home`` (or the Chroma server at ``chroma_url``)."""
+    def open(
+        cls,
+        home: Path | str,
+        chroma_url: str | None = None,
+        embedder: str | Embedder = "hash",
+        max_candidates: int = MAX_CANDIDATES,
+    ) -> Lookup:
+        """Open the published registry and index under ``home`` (or the Chroma server at ``chroma_url``).
+        ``max_candidates``: documents listed for an article named with no document."""
+        home = Path(home)
         registry = RegistryIndex.load(home)
+        registry.max_candidates = max_candidates
         embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
         client = open_client(home / "chroma", chroma_url)
         try:
@@ -113,11 +126,11 @@ class Lookup:
 
     def _fetch(
         self, docs: list[str], query: str, k_per_doc: int, articles: tuple[str, ...], sections: tuple[str, ...],
-        vector: Any, points: tuple[str, ...] = (),
+        vector: Any, points: tuple[str, ...] = (), in_annex: bool = False,
     ) -> list[Chunk]:  # fmt: skip
         return fetch_chunks_by_doc_ids(
             docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-            query_vector=vector, published=self.published, sections=sections, points=points,
+            query_vector=vector, published=self.published, sections=sections, points=points, in_annex=in_annex,
         )  # fmt: skip
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
@@ -134,9 +147,9 @@ class Lookup:
         vector = self.embedder.embed([query])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
-            articles, sections, points = narrowing
+            articles, sections, points, in_annex = narrowing
             docs = [d for d, n in plan.items() if n == narrowing]
-            found = self._fetch(docs, query, k_per_doc, articles, sections, vector, points)
+            found = self._fetch(docs, query, k_per_doc, articles, sections, vector, points, in_annex)
             if not found and (sections or points):  # not chunked on its own: the whole document ranks
                 found = self._fetch(docs, query, k_per_doc, articles, (), vector)
             chunks += found

@@ -241,3 +241,11 @@ def test_a_cfr_paragraph_narrows_to_its_section_and_falls_back_to_the_standard(l
     unknown = lookup.route("29 CFR 1910.146(z)")  # not a section of the bundled excerpt: the standard ranks
     assert unknown.status == "exact" and len(unknown.chunks) == 5
     assert {c.doc_id for c in unknown.chunks} == {"osha-1910.146"}
+
+
+def test_a_point_of_the_approved_rules_narrows_to_the_annex_chunks_that_open_it(lookup: Lookup) -> None:
+    result = lookup.route("п. 3 Правил приказа МТСЗН № 211")
+    assert result.status == "exact" and result.chunks
+    assert all(c.doc_id == T211 and c.annex == 1 and "3" in c.point_labels for c in result.chunks)
+    own = lookup.route("пункт 2 приказа МТСЗН № 211")  # no «Правил»: the order's own пункт 2 as well
+    assert {c.annex for c in own.chunks} == {None, 1} and all("2" in c.point_labels for c in own.chunks)
