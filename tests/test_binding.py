@@ -37,7 +37,7 @@ def test_rule_examples_both_ways(rule, query: str, target: str | None) -> None: 
         ("статья 2", [("article", NOTHING_NAMED)]),
         ("ст. 70. Закон № 188-V", [("article", NOTHING_NAMED), ("law_number", None)]),  # another sentence
         ("пункт 5", []),  # a пункт with no document is not an identifier: plain search answers it
-        ("п. 12 Правил приказа МТСЗН № 211", [("point", "document_later_in_clause"), ("order", None)]),
+        ("п. 12 Правил приказа МТСЗН № 211", [("point", "document_right_after"), ("order", None)]),
     ],
 )
 def test_parse_binds_articles_as_the_text_says(query: str, kinds: list) -> None:  # type: ignore[type-arg]
