@@ -26,7 +26,7 @@ from enrich.chunking import chunk_document
 from enrich.join import enrich_tables
 from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import table_from_rows
-from extractors.discover import extract_file, source_files
+from extractors.discover import extract_file, max_file_bytes, scan
 from extractors.model import Document
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.identifiers import order_key
@@ -60,9 +60,20 @@ def code_fingerprint() -> str:
 
 
 def file_key(path: Path) -> str:
-    """What decides whether a file must be read again: its content hash and the code fingerprint."""
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    return f"{digest}:{code_fingerprint()}"
+    """What decides whether a file must be read again: its content hash and the code fingerprint. Read in
+    blocks (memory stays flat); a file over the size limit or unreadable gets a key that says so, and is
+    rejected when it is extracted."""
+    try:
+        size = path.stat().st_size
+        if size > max_file_bytes():
+            return f"oversize:{size}:{path.stat().st_mtime_ns}:{code_fingerprint()}"
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}:{code_fingerprint()}"
+    return f"{digest.hexdigest()}:{code_fingerprint()}"
 
 
 @dataclass
@@ -71,6 +82,7 @@ class Scope:
     files: list[Path]
     roots: list[Path]  # the sources the new version records
     touched: set[str]  # published doc_ids whose files are in scope (rebuilt, or deleted when gone)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # files not read, with the reason
 
     @property
     def is_full(self) -> bool:
@@ -90,7 +102,8 @@ def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None
             raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
         files = sorted({Path(f) for d in only for f in doc_files[d] if Path(f).exists()})
         return Scope("only", files, recorded, set(only))
-    files = source_files(roots)
+    scanned = scan(roots)
+    files, skipped = scanned.files, scanned.skipped
     if not files:  # a source that yields nothing is an error, never "delete everything it had"
         raise RunError(f"no source files under {', '.join(map(str, roots))}")
     kind = "source" if sources and previous else "full"
@@ -98,13 +111,13 @@ def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None
         files = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since]
         kind = "since"
     if previous is None or kind == "full":
-        return Scope("full", files, roots, set())
+        return Scope("full", files, roots, set(), skipped)
     wanted = {str(f) for f in files}
     under = tuple(f"{r}/" for r in roots) if kind == "source" else ()
     doc_files = previous.doc_files()
     touched = {d for d, fs in doc_files.items() if any(f in wanted or (under and f.startswith(under)) for f in fs)}
     extra = {Path(f) for d in touched for f in doc_files[d] if Path(f).exists()}
-    return Scope(kind, sorted(set(files) | extra), sorted(set(recorded) | set(roots)), touched)
+    return Scope(kind, sorted(set(files) | extra), sorted(set(recorded) | set(roots)), touched, skipped)
 
 
 @dataclass
@@ -193,7 +206,7 @@ def registry_of(
 ) -> Rebuilt:
     """Registry rows and chunks of the extracted documents, merged across sources and languages. A file
     that joins a reused document (another source, another language of the same act) rebuilds that one."""
-    reused, rejects = set(prepared.reused), list(rejects)
+    reused, rejects = set(prepared.reused), list(rejects) + skipped_rejects(run_id, scope.skipped)
     failed_reads = {r["source_file"] for r in rejects}
     while True:
         registry_new, chunks_new, build_rejects = _registry_and_chunks(list(documents.values()), run_id)
@@ -307,7 +320,8 @@ def _extract(
         if outcome.document:
             documents[str(path)] = outcome.document
         else:
-            rejects.append(_reject(run_id, "extract", outcome.source_file, None, outcome.error or "unknown error"))
+            reason = outcome.error or "unknown error"
+            rejects.append(_reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
         if progress:
             progress("extract", n, len(files))
     return rejects
@@ -321,22 +335,32 @@ def _registry_and_chunks(documents: list[Document], run_id: str) -> tuple[pa.Tab
             doc_id_for(document.requisites)
             usable.append(document)
         except IdentityError as exc:
-            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc)))
+            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
     entries, displaced = build_registry(usable)
-    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason) for d in displaced]
-    rows = [registry_row(e) for e in sorted(entries.values(), key=lambda e: e.doc_id)]
+    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
+                for d in displaced]  # fmt: skip
+    rows: list[dict[str, Any]] = []
     chunk_rows: list[dict[str, Any]] = []
     seen: dict[str, str] = {}
-    for entry in entries.values():
-        for document in entry.documents:
-            chunks = chunk_document(entry.doc_id, document)
-            clash = next((c["chunk_id"] for c in chunks if c["chunk_id"] in seen), None)
-            if clash:  # the same edition of one act read twice (e.g. a page saved in two folders)
-                reason = f"chunk id {clash!r} already comes from {seen[clash]}"
-                rejects.append(_reject(run_id, "chunk", document.source_file, entry.doc_id, reason))
-                continue
-            seen.update((c["chunk_id"], document.source_file) for c in chunks)
-            chunk_rows += chunks
+    for entry in sorted(entries.values(), key=lambda e: e.doc_id):
+        try:  # one document's odd content rejects that document only
+            row, chunks = registry_row(entry), [c for d in entry.documents for c in chunk_document(entry.doc_id, d)]
+            table_from_rows([row], REGISTRY_SCHEMA, "registry")
+            table_from_rows(chunks, CHUNK_SCHEMA, "chunks")
+        except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
+            for document in entry.documents:
+                reason = f"cannot be stored: {type(exc).__name__}: {exc}"
+                rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
+                                       error=type(exc).__name__))  # fmt: skip
+            continue
+        clash = next((c for c in chunks if c["chunk_id"] in seen), None)
+        if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
+            reason = f"chunk id {clash['chunk_id']!r} already comes from {seen[clash['chunk_id']]}"
+            rejects.append(_reject(run_id, "chunk", clash["source_file"], entry.doc_id, reason, error="DuplicateChunk"))
+            continue
+        seen.update((c["chunk_id"], c["source_file"]) for c in chunks)
+        rows.append(row)
+        chunk_rows += chunks
     chunk_rows.sort(key=lambda c: c["chunk_id"])
     registry = table_from_rows(rows, REGISTRY_SCHEMA, "registry")
     return registry, table_from_rows(chunk_rows, CHUNK_SCHEMA, "chunks"), rejects
@@ -365,7 +389,13 @@ def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.
 
 
 def _reject(
-    run_id: str, stage: str, source_file: str | None, doc_id: str | None, reason: str, chunk_id: str | None = None
+    run_id: str,
+    stage: str,
+    source_file: str | None,
+    doc_id: str | None,
+    reason: str,
+    chunk_id: str | None = None,
+    error: str | None = None,
 ) -> dict[str, Any]:
     return {
         "run_id": run_id,
@@ -373,8 +403,14 @@ def _reject(
         "source_file": source_file,
         "doc_id": doc_id,
         "chunk_id": chunk_id,
+        "error": error,
         "reason": reason,
     }
+
+
+def skipped_rejects(run_id: str, skipped: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """Rejects for the files a scan did not read (a symlink out of the source folder, a FIFO…)."""
+    return [_reject(run_id, "discover", path, None, reason, error="Skipped") for path, reason in skipped]
 
 
 __all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "build", "carry_rejects", "plan_scope"]

@@ -83,9 +83,13 @@ def _sentences(paragraph: str, max_chars: int) -> Iterator[str]:
         return
     current = ""
     for sentence in re.split(r"(?<=[.;!?])\s+", paragraph):
-        while len(sentence) > max_chars:  # no sentence boundary at all: hard split
-            yield sentence[:max_chars]
-            sentence = sentence[max_chars:]
+        if len(sentence) > max_chars:  # no sentence boundary at all: hard split, linear in its length
+            cut = len(sentence) - len(sentence) % max_chars or len(sentence) - max_chars
+            if current:
+                yield current
+                current = ""
+            yield from (sentence[i : i + max_chars] for i in range(0, cut, max_chars))
+            sentence = sentence[cut:]
         if current and len(current) + len(sentence) + 1 > max_chars:
             yield current
             current = ""

@@ -132,7 +132,22 @@ def _why(loser: Document, winner: Document, other_source: bool) -> str:
     a, b = evidence_rank(winner), evidence_rank(loser)
     facts = f"{a[0]} articles, {a[2]} characters, read as {winner.parser} vs {b[0]}, {b[2]}, {loser.parser}"
     used = "; its requisites fill the registry row, its text is not used" if other_source else ""
-    return f"the same act ({loser.language}) as {winner.source_file}, whose text was kept ({facts}){used}"
+    clash = conflicts(winner.requisites, loser.requisites)
+    said = f"; conflicting requisites: {'; '.join(clash)}" if clash else ""
+    return f"the same act ({loser.language}) as {winner.source_file}, whose text was kept ({facts}){used}{said}"
+
+
+_COMPARED = ("doc_type", "order_number", "law_zrk", "date_approved", "issuer", "registration_number")
+
+
+def conflicts(kept: Requisites, other: Requisites) -> list[str]:
+    """Requisites two sources of one act state differently («order_number 211 (kept) vs 2119»)."""
+    out = []
+    for name in _COMPARED:
+        a, b = getattr(kept, name), getattr(other, name)
+        if a not in (None, "") and b not in (None, "") and a != b:
+            out.append(f"{name} {a} (kept) vs {b}")
+    return out
 
 
 def _label_order(label: str) -> tuple[int, ...]:

@@ -85,6 +85,11 @@ def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
         "gaps": {d.doc_id: d.unexplained for d in audit.documents if d.unexplained},
         "missing_fields": {d.doc_id: d.missing for d in audit.documents if d.missing},
         "notices": {d.doc_id: d.notices for d in audit.documents if d.notices},
+        "conflicts": [
+            {"doc_id": r["doc_id"], "source_file": r["source_file"], "reason": r["reason"]}
+            for r in audit.rejects
+            if "conflicting requisites" in r["reason"]
+        ],
     }
 
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from lxml import html as lxml_html
-from lxml.etree import ParserError, _Element
+from lxml.etree import _Element
 
-from extractors.html_lines import body_lines
+from extractors.html_lines import TooDeep, body_lines, parse_html
 from extractors.model import Document, ExtractError, Requisites
 from extractors.reference import code_by_adilet_id, code_by_title
 from extractors.requisites import doc_type_of, parse_requisites
@@ -34,18 +33,16 @@ _LANG = {"rus": "rus", "kaz": "kaz", "eng": "eng"}
 
 def parse_adilet_html(text: str, source_file: str) -> Document:
     """Parse one adilet page. Raises :class:`ExtractError` when the page has no body or no identity."""
-    if not text.strip():
-        raise ExtractError(source_file, "empty file")
-    try:
-        root = lxml_html.document_fromstring(text)
-    except (ParserError, ValueError) as exc:
-        raise ExtractError(source_file, f"not parseable as HTML: {exc}") from exc
+    root = parse_html(text, source_file)
     article = root.find(".//article")
     if article is None:
         raise ExtractError(source_file, "no <article> body: not an adilet document page")
     adilet_id, language = _identity(text, root, source_file)
     requisites = _header(root, adilet_id, language)
-    units, tally = build(body_lines(article))
+    try:
+        units, tally = build(body_lines(article))
+    except TooDeep as exc:
+        raise ExtractError(source_file, str(exc)) from exc
     if not units:
         raise ExtractError(source_file, "the <article> body holds no text")
     tally.in_source = count_heading_like(article.itertext())

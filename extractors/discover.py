@@ -1,43 +1,111 @@
-"""Walk source folders and dispatch each file to its extractor; failures become rejects, not crashes."""
+"""Walk source folders and dispatch each file to its extractor; failures become rejects, not crashes.
+
+What is read is confined and bounded: a symlink whose target lies outside its source folder is not
+followed, a FIFO, device or socket is never opened, a file over the size limit (``ZAN_MAX_FILE_MB``,
+default 64) is not read; each is skipped with its reason, which becomes a reject. Every error one file
+raises while it is read (parser, type, encoding, I/O) is that file's reject, never the run's failure.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+import stat
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from extractors.detect import SUFFIXES, extract
 from extractors.model import Document, ExtractError
 
 _SKIP_NAMES = {"readme.md", "sources.md", "license.md"}
+MAX_FILE_MB = 64.0
+
+
+def max_file_bytes() -> int:
+    """The size limit for one source file (``ZAN_MAX_FILE_MB``, default 64 MB)."""
+    try:
+        return int(float(os.environ.get("ZAN_MAX_FILE_MB", MAX_FILE_MB)) * 1024 * 1024)
+    except ValueError:
+        return int(MAX_FILE_MB * 1024 * 1024)
 
 
 @dataclass(frozen=True)
 class Extracted:
-    """The outcome for one file: a document, or the reason it was rejected."""
+    """The outcome for one file: a document, or the reason it was rejected (and the error's class)."""
 
     source_file: str
     document: Document | None = None
     error: str | None = None
+    error_class: str | None = None
 
 
-def source_files(sources: list[Path]) -> list[Path]:
-    """Every readable source file under ``sources``, sorted, so runs are deterministic."""
-    files: list[Path] = []
+@dataclass
+class Scan:
+    """The files to read under some sources, and those skipped with a reason."""
+
+    files: list[Path] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+
+
+def scan(sources: list[Path]) -> Scan:
+    """Every source file under ``sources``, sorted so runs are deterministic, confined to each source."""
+    out = Scan()
     for source in sources:
         if not source.exists():
             raise FileNotFoundError(f"source folder {source} does not exist")
-        found = [source] if source.is_file() else sorted(p for p in source.rglob("*") if p.is_file())
-        files += [p for p in found if p.suffix.lower() in SUFFIXES and p.name.lower() not in _SKIP_NAMES]
-    return files
+        if source.is_file():
+            out.files.append(source)
+            continue
+        root = source.resolve()
+        for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
+            dirnames.sort()
+            for name in sorted(filenames) + sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))):
+                path = Path(dirpath) / name
+                if path.suffix.lower() not in SUFFIXES or name.lower() in _SKIP_NAMES:
+                    continue
+                reason = _unreadable(path, root)
+                if reason:
+                    out.skipped.append((str(path), reason))
+                else:
+                    out.files.append(path)
+    out.files.sort()
+    return out
+
+
+def source_files(sources: list[Path]) -> list[Path]:
+    """Every readable source file under ``sources``, sorted (see :func:`scan` for the skipped ones)."""
+    return scan(sources).files
+
+
+def _unreadable(path: Path, root: Path) -> str | None:
+    """Why ``path`` must not be read, or None."""
+    if path.is_symlink():
+        try:
+            target = path.resolve(strict=True)
+        except (OSError, RuntimeError) as exc:  # a dangling link or a loop
+            return f"a symlink that cannot be followed ({type(exc).__name__})"
+        if not target.is_relative_to(root):
+            return f"a symlink to {target}, outside the source folder {root}: not followed"
+    try:
+        mode = path.stat().st_mode
+    except OSError as exc:
+        return f"cannot be read: {exc.strerror or exc}"
+    if not stat.S_ISREG(mode):
+        return "not a regular file (a directory link, FIFO, device or socket): never opened"
+    return None
 
 
 def extract_file(path: Path) -> Extracted:
-    """Extract one file. Any parse failure is returned as a reason naming the file, never raised."""
+    """Extract one file. Any failure is returned as a reason naming the file, never raised: one bad file
+    is that file's reject (its error's class kept), and the run goes on."""
     name = str(path)
     try:
+        size = path.stat().st_size
+        if size > max_file_bytes():
+            limit = max_file_bytes() / 1024 / 1024
+            raise ExtractError(name, f"{size / 1024 / 1024:.1f} MB is over the {limit:g} MB limit (ZAN_MAX_FILE_MB)")
         document = extract(path, path.read_bytes())
     except ExtractError as exc:
-        return Extracted(name, error=exc.reason)
-    except (OSError, ValueError, RecursionError) as exc:  # unexpected bad input must not stop the run
-        return Extracted(name, error=f"{type(exc).__name__}: {exc}")
+        return Extracted(name, error=exc.reason, error_class=type(exc).__name__)
+    except Exception as exc:  # noqa: BLE001 - per-file isolation: a parser bug or odd input rejects this file only
+        return Extracted(name, error=f"{type(exc).__name__}: {exc}", error_class=type(exc).__name__)
     return Extracted(name, document=document)

@@ -16,8 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from lxml.etree import _Element
+from lxml import html as lxml_html
+from lxml.etree import ParserError, _Element
 
+from extractors.model import ExtractError
 from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines
 from schemas.identifiers import normalize_space
 
@@ -44,12 +46,20 @@ def is_note(el: _Element) -> bool:
     return el.tag == "font" and (el.get("color") or "").upper() == "#FF0000"
 
 
+class TooDeep(ValueError):
+    """The markup nests deeper than :data:`MAX_DEPTH`: refused rather than read in part."""
+
+
+MAX_DEPTH = 300  # real pages nest < 40 deep; deeper is hostile or broken markup
+
+
 class _Collector:
     """Walks an element tree and emits lines."""
 
     def __init__(self) -> None:
         self.lines: list[Line] = []
         self.pieces: list[_Piece] = []
+        self.depth = 0
 
     def add(self, text: str | None, bold: bool, note: bool) -> None:
         if text:
@@ -92,10 +102,14 @@ class _Collector:
         pieces = self.pieces
         if el.text:
             pieces.append(_Piece(el.text, bold, note))
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise TooDeep(f"markup nested deeper than {MAX_DEPTH} elements")
         for child in el:
             self.child(child, bold, note)
             if child.tail:
                 self.pieces.append(_Piece(child.tail, bold, note))
+        self.depth -= 1
 
     def child(self, el: _Element, bold: bool, note: bool) -> None:
         tag = el.tag
@@ -168,3 +182,20 @@ def body_lines(body: _Element) -> list[Line]:
     collector.content(body, False, is_note(body))
     collector.flush()
     return collector.lines
+
+
+def parse_html(text: str, source_file: str) -> _Element:
+    """The page's tree, or :class:`ExtractError`. libxml2's limits on depth and text-node size are raised on
+    purpose (the file size is bounded before this), and anything the parser still had to stop at is a
+    reject: a page is never read in part without saying so."""
+    if not text.strip():
+        raise ExtractError(source_file, "empty file")
+    parser = lxml_html.HTMLParser(huge_tree=True)
+    try:
+        root = lxml_html.document_fromstring(text, parser=parser)
+    except (ParserError, ValueError) as exc:
+        raise ExtractError(source_file, f"not parseable as HTML: {exc}") from exc
+    fatal = [e for e in parser.error_log if e.level_name == "FATAL"]
+    if fatal:
+        raise ExtractError(source_file, f"the HTML parser stopped early: {fatal[0].message.strip()}")
+    return root

@@ -10,10 +10,10 @@ from __future__ import annotations
 import io
 import re
 
-from lxml import html as lxml_html
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
+from extractors.html_lines import parse_html
 from extractors.model import Document, ExtractError, Requisites
 from extractors.structure import Line, build_units
 from schemas.designations import Designation, parse_designation
@@ -68,7 +68,7 @@ def _heading_like(line: str) -> bool:
 
 def parse_standard_html(text: str, source_file: str) -> Document:
     """HTML: ``<h1>`` title block, ``<h2>``–``<h4>`` section headings, ``<p>``/``<li>`` paragraphs."""
-    root = lxml_html.document_fromstring(text)
+    root = parse_html(text, source_file)
     title_el = root.find(".//h1")
     if title_el is None:
         raise ExtractError(source_file, "HTML standard without an <h1> title")

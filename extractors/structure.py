@@ -27,7 +27,8 @@ from dataclasses import dataclass
 from extractors.model import HeadingTally, Unit
 from schemas.identifiers import canonical_article_label, fold_dashes, normalize_space
 
-_LABEL = r"(\d+(?:\s*-\s*\d+)?(?:\s*(?:bis|ter|quater)\b)?)"
+# An article number has at most 4 digits (no act has 10 000 articles): «Статья 3000000000.» is not a heading.
+_LABEL = r"(\d{1,4}(?:\s*-\s*\d{1,3})?(?:\s*(?:bis|ter|quater)\b)?)(?!\d)"
 # Article headings, one row per language. A quoted heading («"Статья 11.») never matches: it starts with a quote.
 ARTICLE_HEADINGS = (
     re.compile(rf"^(?:Статья|СТАТЬЯ)\s+{_LABEL}(?:\s*\.\s*|\s*$|\s+(?=[А-ЯЁA-Z«\"]))(?P<title>.*)$"),
@@ -51,7 +52,8 @@ _LEVELS = (
 _CHAPTER_NUMBER = re.compile(
     r"(?:Глава|ГЛАВА|Chapter)\s+([\dIVXLC]+(?:-\d+)?)|(\d+(?:-\d+)?)\s*-\s*(?:тарау|ТАРАУ)", re.I
 )
-# A marked heading «1. Общие положения» inside rules or a regulation: a numbered chapter of that annex.
+# A marked heading «1. Общие положения» inside rules or a regulation: a numbered chapter of that annex (a
+# sentence ending in «.», «;» or «:» is a пункт, however it is marked).
 _NUMBERED_TITLE = re.compile(r"^(\d{1,2})\s*\.\s*(?=[А-ЯЁӘҒҚҢӨҰҮҺІA-Z])(.{2,200})$")
 # Lines that open an annex: «Приложение 1 к постановлению», «УТВЕРЖДЕНО Указом», «… бұйрығымен бекітілген».
 _ANNEX_MARK = re.compile(
@@ -270,7 +272,7 @@ class _Builder:
         if rank is not None and (line.heading or len(text) < 200):
             self.structural(rank, text)
             return True
-        if line.heading and not self.standard_sections and _NUMBERED_TITLE.match(text):
+        if line.heading and not self.standard_sections and _NUMBERED_TITLE.match(text) and text[-1] not in ".;:":
             self.structural(2, text)
             return True
         section = STANDARD_SECTION.match(text) if self.standard_sections and line.heading else None

@@ -50,6 +50,11 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 _REQUIRED = ("title", "text")
 _ADILET = re.compile(rf"(?:^|/)({ADILET_ID})(?:$|[/?#])")
+# The portal's text has no markup: a short line is taken as a heading only if it reads like one.
+_HEADING_HINT = re.compile(
+    r"^(?:Статья|СТАТЬЯ|Глава|ГЛАВА|Раздел|РАЗДЕЛ|Параграф|Приложение|ПРИЛОЖЕНИЕ|УТВЕРЖДЕН|Утвержден|"
+    r"\d+(?:-\d+)?\s*-?\s*(?:бап|тарау|бөлім)|ПРАВИЛА|Правила|ПОЛОЖЕНИЕ|Положение|ПЕРЕЧЕНЬ|Перечень|\d{1,2}\.\s*\S[^.;:]*$)"
+)
 _REQUISITES_LINE = re.compile(
     r"^(?:Приказ|Постановление|Нормативное постановление|Решение|Закон|Указ|Распоряжение)\b.{0,200}?\bот\s+\d"
 )
@@ -151,4 +156,5 @@ def _lines(text: str, title: str) -> list[Line]:
     lines = [normalize_space(line) for line in text.splitlines()]
     if lines and lines[0] == title:  # the text repeats the title as its first line
         lines = lines[1:]
-    return [Line(line, heading=len(line) < 200, note=is_editorial_note(line)) for line in lines if line]
+    return [Line(line, heading=len(line) < 200 and bool(_HEADING_HINT.match(line)), note=is_editorial_note(line))
+            for line in lines if line]  # fmt: skip

@@ -106,10 +106,11 @@ REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
 REJECT_SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
-        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, enrich, index
+        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, chunk, enrich, index
         pa.field("source_file", pa.string()),
         pa.field("doc_id", pa.string()),
         pa.field("chunk_id", pa.string()),
+        pa.field("error", pa.string()),  # the error's class: ExtractError, UnicodeDecodeError, Skipped…
         pa.field("reason", pa.string(), nullable=False),
     ]
 )
@@ -122,8 +123,13 @@ class SchemaError(ValueError):
 def conform(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
     """Return ``table`` cast to ``schema`` or raise :class:`SchemaError` saying what differs.
 
-    Columns must be exactly the schema's (order may differ); non-nullable columns must have no nulls.
+    Columns must be exactly the schema's (order may differ), except that a nullable column missing from
+    ``table`` (a file written before the column was added) is filled with nulls; non-nullable columns must
+    have no nulls.
     """
+    for f in schema:  # a column added to a contract later reads as null in files written before it
+        if f.name not in table.column_names and f.nullable:
+            table = table.append_column(f, pa.nulls(table.num_rows, f.type))
     missing = [f.name for f in schema if f.name not in table.column_names]
     extra = [c for c in table.column_names if c not in schema.names]
     if missing or extra:

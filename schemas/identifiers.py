@@ -121,7 +121,7 @@ def canonical_article_label(raw: str) -> str:
 
 def article_number(label: str) -> int | None:
     """The plain article number of a label, or None for dashed labels (``127-2`` is not 127)."""
-    return int(label) if label.isdigit() else None
+    return int(label) if label.isdigit() and len(label) <= 9 else None  # fits int32, whatever a file says
 
 
 def slug(text: str) -> str:
