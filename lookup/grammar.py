@@ -182,7 +182,12 @@ def _code_regexes() -> tuple[tuple[CodeRef, re.Pattern[str]], ...]:
 def _code_regex() -> str:
     """Any code: a curated alias or title (declined), or a generic «… кодекс …» we may not know."""
     known = "|".join(f"(?:{p.pattern})" for _, p in _code_regexes())
-    generic = r"[А-ЯЁа-яё]+(?:ого|его|ый|ий|ой)\s+кодекс\w*|[Кк]одекс\w*\s+(?:о|об)\s+[а-яё]+"
+    # anchored at a word start and bounded: linear on any input (an unanchored «[а-я]+ого» backtracks
+    # quadratically through one long word)
+    generic = (
+        r"(?<![А-ЯЁа-яё])[А-ЯЁа-яё]{1,40}(?:ого|его|ый|ий|ой)\s+кодекс\w*"
+        r"|(?<!\w)[Кк]одекс\w*\s+(?:о|об)\s+[а-яё]{1,40}"
+    )
     head = r"(?:(?:ҚР|Қазақстан\s+Республикасы\w*)\s+)?"
     tail = r"(?:\s+(?:РК|Республики\s+Казахстан|of\s+the\s+Republic\s+of\s+Kazakhstan))?"
     return rf"(?P<code>{head}(?:{known}|{generic}){tail})"
@@ -505,10 +510,10 @@ def rows() -> tuple[Row, ...]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def parse(query: str) -> list[Identifier]:
-    """Every identifier in ``query``, in order, non-overlapping; spans index the original text. Articles and
-    пункты are bound to the document the question names for them (:mod:`lookup.binding`)."""
-    return bind(query, parse_unbound(query))
+def parse(query: str, limit: int | None = None) -> list[Identifier]:
+    """Every identifier in ``query`` (the first ``limit``), in order, non-overlapping; spans index the original
+    text. Articles and пункты are bound to the document the question names for them (:mod:`lookup.binding`)."""
+    return bind(query, parse_unbound(query)[:limit])
 
 
 def parse_unbound(query: str) -> list[Identifier]:
