@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from enrich.adopt import AdoptError, enrich_collection
 from enrich.build import RunError
 from enrich.embed import make_embedder
+from enrich.home import HomeError
 from enrich.pipeline import RunOptions, rollback, run
 from enrich.query import QueryError, run_sql
 from enrich.versions import VersionError, current_version, list_versions
@@ -25,13 +27,23 @@ from lookup.errors import LookupProblem
 app = typer.Typer(
     name="zan",
     no_args_is_help=True,
+    pretty_exceptions_enable=False,
     rich_markup_mode="markdown",
     help="Identifier-aware document ETL for legal and safety retrieval.\n\nExample: `zan run --home ./data`",
 )
 err = Console(stderr=True)
 
+
+def _home(raw: str) -> Path:
+    """``--home ""`` is an error, never the current directory."""
+    if not str(raw).strip():
+        raise typer.BadParameter("is empty: give the data directory (default ./data)")
+    return Path(raw)
+
+
 HomeOption = Annotated[
-    Path, typer.Option("--home", help="Data directory (parquet files and embedded Chroma).", envvar="ZAN_HOME")
+    Path,
+    typer.Option("--home", help="Data directory (parquet files and embedded Chroma).", envvar="ZAN_HOME", parser=_home),
 ]
 
 
@@ -239,7 +251,7 @@ def sql_command(
     """
     try:
         output = run_sql(home, query, fmt)
-    except QueryError as exc:
+    except (QueryError, HomeError) as exc:
         err.print(f"[red]zan sql failed:[/red] {exc}")
         raise typer.Exit(1) from exc
     sys.stdout.write(output)
@@ -340,5 +352,23 @@ def _progress() -> Progress:
     )
 
 
+def main() -> None:
+    """The ``zan`` entry point: a command that fails prints one line naming the cause (``--debug`` or
+    ``ZAN_DEBUG=1`` shows the traceback instead)."""
+    debug = "--debug" in sys.argv or os.environ.get("ZAN_DEBUG") == "1"
+    if "--debug" in sys.argv:
+        sys.argv.remove("--debug")
+    try:
+        app()
+    except KeyboardInterrupt:
+        err.print("zan: interrupted")
+        raise SystemExit(130) from None
+    except Exception as exc:
+        if debug:
+            raise
+        err.print(f"[red]zan failed:[/red] {type(exc).__name__}: {exc} (--debug shows where)", highlight=False)
+        raise SystemExit(1) from None
+
+
 if __name__ == "__main__":
-    app()
+    main()

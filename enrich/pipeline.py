@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from enrich import stages
+from enrich import lease, stages
 from enrich.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from enrich.build import RunError as RunError
 from enrich.diff import classify
 from enrich.embed import Embedder, HashingEmbedder
+from enrich.home import check_home
 from enrich.index import delete_ids, get_collection, index_state, open_client
 from enrich.report import build_report, write_report
 from enrich.runstate import Progress, Published, RunInfo, RunOptions, new_run_id
@@ -77,9 +78,10 @@ def rollback(
     """Republish an earlier kept version (default: the one before the current): the index is brought back
     to it by the same diff a run uses (stored vectors, no re-embedding), then the pointer moves."""
     embedder = embedder or HashingEmbedder()
+    home = check_home(home, writable=True)
     info = RunInfo(run_id=new_run_id(), scope="rollback", home=str(home), embedder=embedder.id,
                    chroma=chroma_url or str(home / "chroma"))  # fmt: skip
-    with stages.lease(home, info.run_id):
+    with lease.held(home, info.run_id):
         current = Published.load(home)
         if current is None:
             raise RunError(f"nothing is published under {home}: nothing to roll back")

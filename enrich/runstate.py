@@ -74,6 +74,7 @@ class RunInfo:
     chroma: str = ""
     embedder: str = ""
     error: str | None = None
+    repairs: list[str] = field(default_factory=list)  # what the run found broken and fixed (a damaged index)
     seconds: dict[str, float] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
 

@@ -19,20 +19,18 @@ task and passes the state file's path through XCom. Same library path either way
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import pickle
 import shutil
-import socket
-import time
-from collections.abc import Iterator
+import sys
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from enrich import lease
 from enrich.build import (
     Prepared,
     Rebuilt,
@@ -48,6 +46,7 @@ from enrich.build import (
 from enrich.diff import CLASSES, ChunkDiff, classify
 from enrich.embed import Embedder, embedder_id_of, make_embedder
 from enrich.failpoints import failpoint
+from enrich.home import check_home
 from enrich.index import (
     COLLECTION,
     WriteResult,
@@ -58,6 +57,8 @@ from enrich.index import (
     open_client,
     write_changes,
 )
+from enrich.lease import Busy as Busy
+from enrich.repair import check_room, ensure_healthy, index_bytes
 from enrich.report import build_report, write_report
 from enrich.runstate import (
     Progress,
@@ -74,7 +75,6 @@ from enrich.storage import read_parquet, write_parquet_atomic
 from enrich.vectors import VectorStore, vectors_for
 from enrich.versions import (
     Manifest,
-    VersionError,
     clear_staging,
     next_version,
     now_iso,
@@ -90,13 +90,7 @@ from extractors.files import atomic_writer
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 
 DIRTY = "index.dirty"
-LEASE = ".lease"
-LEASE_TTL_S = 6 * 3600  # a lease older than this belongs to a run that died without finishing
 DIFF_SCHEMA = pa.schema([pa.field("chunk_id", pa.string(), nullable=False), pa.field("class", pa.string())])
-
-
-class Busy(VersionError):
-    """Another run holds the data directory (transient: retry later)."""
 
 
 class ValidationFailed(RunError):
@@ -117,11 +111,11 @@ def begin(
     holder: str = "tasks",
 ) -> Path:
     """Take the lease, plan the run, split the files to read into ``shards``; returns the state file."""
-    home, options = Path(home), options or RunOptions()
+    home, options = check_home(home, writable=True), options or RunOptions()
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
     info.embedder = embedder_id or embedder_id_of(embedder)
-    _take_lease(home, run_id, holder)
+    lease.take(home, run_id, holder)
     try:
         clear_staging(home)
         _clear_work(home, keep=run_id)
@@ -143,6 +137,7 @@ def begin(
                 "files": [str(f) for f in scope.files],
                 "roots": [str(r) for r in scope.roots],
                 "touched": sorted(scope.touched),
+                "skipped": [list(pair) for pair in scope.skipped],
             },  # fmt: skip
             keys=prepared.keys,
             reused=sorted(prepared.reused),
@@ -153,7 +148,7 @@ def begin(
         return state.save()
     except BaseException as exc:
         _record_failure(home, info, exc)
-        _release_lease(home, run_id)
+        lease.release(home, run_id)
         shutil.rmtree(work_dir(home, run_id), ignore_errors=True)
         raise
 
@@ -258,7 +253,9 @@ def enrich(state_path: Path | str) -> Path:
 
 def _scope(state: RunState) -> Scope:
     s = state.scope
-    return Scope(s["kind"], [Path(f) for f in s["files"]], [Path(r) for r in s["roots"]], set(s["touched"]))
+    skipped = [(str(p), str(r)) for p, r in s.get("skipped", [])]
+    files, roots = [Path(f) for f in s["files"]], [Path(r) for r in s["roots"]]
+    return Scope(s["kind"], files, roots, set(s["touched"]), skipped)
 
 
 def _tables(state: RunState) -> tuple[pa.Table, pa.Table, pa.Table]:
@@ -285,6 +282,11 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     previous = Published.load(home, state.previous) if state.previous else None
     registry, enriched, _ = _tables(state)
     client = _Client(home, state.chroma_url)
+    if not state.chroma_url and not options.dry_run:
+        with timed(info, "repair"):
+            repaired = ensure_healthy(home, embedder, previous.enriched if previous else None)
+        if repaired:
+            info.repairs.append(repaired)
     with timed(info, "diff"):
         force = _in_scope_chunks(enriched, _scope(state), set(state.rebuilt)) if options.force_reembed else ()
         diff = classify(_index_before(home, previous, client, embedder), chunk_state(enriched), force)
@@ -299,6 +301,10 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         state.update(info, "indexed")
         return info
     if texts or diff.metadata_changed:
+        text_bytes = sum(len(t.encode("utf-8")) for t in texts.values())
+        dim = int(getattr(embedder, "dim", 1024))
+        check_room(home, index_bytes(len(diff.to_embed), text_bytes, dim) + 4 * dim * len(texts),
+                   f"index {len(diff.to_embed)} chunks")  # fmt: skip
         with timed(info, "embed"):
             store = VectorStore(home, embedder.id)
             vectors, info.embedded = vectors_for(texts, store, embedder, state.run_id, force=options.force_reembed)
@@ -487,76 +493,21 @@ def finish(state_path: Path | str, error: BaseException | None = None) -> RunInf
             _record_failure(home, info, failure)
     shutil.rmtree(staging_dir(home, state.run_id), ignore_errors=True)
     shutil.rmtree(state.work, ignore_errors=True)
-    _release_lease(home, state.run_id)
+    lease.release(home, state.run_id)
     return info
 
 
 def _record_failure(home: Path, info: RunInfo, error: BaseException) -> None:
+    """Write the failed run's report; best effort: a full disk must not hide the run's own error."""
     info.status = "refused" if isinstance(error, ShrinkRefused) else "failed"
     info.error = f"{type(error).__name__}: {error}"
-    write_report(home, {**info.as_dict(), "finished": now_iso()})
-
-
-# --- lease ----------------------------------------------------------------------------------------------
-
-
-def _take_lease(home: Path, run_id: str, holder: str) -> None:
-    """One run at a time per data directory, across processes and machines sharing it (Airflow tasks).
-
-    ``holder`` is ``process`` (a run living in one process: its lease dies with it) or ``tasks`` (stages
-    run as separate tasks: the DAG's always-run ``finish`` task releases it; the TTL is the last resort).
-    """
-    home.mkdir(parents=True, exist_ok=True)
-    path = home / LEASE
-    mine = {"run_id": run_id, "taken": time.time(), "at": now_iso(), "holder": holder,
-            "host": socket.gethostname(), "pid": os.getpid()}  # fmt: skip
     try:
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-    except FileExistsError:
-        held = _read_lease(path)
-        if held and held.get("run_id") != run_id and not _stale(held):
-            raise Busy(f"run {held.get('run_id')} holds {path} since {held.get('at')}; try again later") from None
-        write_text_atomic(path, json.dumps(mine))
-        return
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(mine))
+        write_report(home, {**info.as_dict(), "finished": now_iso()})
+    except OSError as exc:
+        print(f"zan: could not write the report of failed run {info.run_id}: {exc}", file=sys.stderr)
 
 
-def _stale(held: dict[str, Any]) -> bool:
-    if time.time() - float(held.get("taken", 0)) > LEASE_TTL_S:
-        return True
-    if held.get("holder") == "process" and held.get("host") == socket.gethostname():
-        try:
-            os.kill(int(held.get("pid", 0)), 0)
-        except ProcessLookupError:
-            return True  # the process that held it is gone (killed): nothing is running
-        except (PermissionError, ValueError, OSError):
-            return False
-    return False
-
-
-@contextlib.contextmanager
-def lease(home: Path, run_id: str, holder: str = "process") -> Iterator[None]:
-    """Hold the data directory's lease for a piece of work done in this process (a rollback)."""
-    _take_lease(home, run_id, holder)
-    try:
-        yield
-    finally:
-        _release_lease(home, run_id)
-
-
-def _read_lease(path: Path) -> dict[str, Any] | None:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text("utf-8"))
-        return data
-    except (OSError, ValueError):
-        return None
-
-
-def _release_lease(home: Path, run_id: str) -> None:
-    held = _read_lease(home / LEASE)
-    if held is None or held.get("run_id") == run_id:
-        (home / LEASE).unlink(missing_ok=True)
+# --- lease (enrich.lease) --------------------------------------------------------------------------------
 
 
 def _clear_work(home: Path, keep: str) -> None:

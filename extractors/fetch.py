@@ -29,7 +29,7 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from extractors.files import atomic_write
-from schemas.identifiers import ADILET_ID
+from schemas.identifiers import ADILET_ID, canonical_adilet_id
 
 BASE_URL = "https://adilet.zan.kz"
 LANGUAGES = ("rus", "kaz")
@@ -105,8 +105,14 @@ class Fetcher:
     ) -> list[Landed]:
         """The act's text page in each language, and its ``/info`` requisites page. A page the site does
         not have (404: e.g. no Kazakh edition) is noted in ``self.missing`` and skipped when ``missing_ok``."""
+        wanted = canonical_adilet_id(adilet_id)
+        if not re.fullmatch(ADILET_ID, wanted):  # an id names a file in the landing zone: never a path
+            raise FetchError(f"{adilet_id[:80]!r} is not an adilet id (like V2400035612 or K070000212_)")
+        adilet_id = wanted
         landed = []
         for lang in languages:
+            if lang not in LANGUAGES:
+                raise FetchError(f"unknown language {lang!r}: use {', '.join(LANGUAGES)}")
             url = f"{self.base_url}/{lang}/docs/{adilet_id}"
             pages = [(url, Path("adilet") / lang / f"{adilet_id}.html")]
             if info:
@@ -128,6 +134,8 @@ class Fetcher:
     def fetch(self, url: str, relative: Path) -> Landed:
         """Fetch ``url`` into ``landing/relative`` (conditionally, when it was fetched before)."""
         view = self.landing / relative
+        if not view.resolve().is_relative_to(self.landing.resolve()):
+            raise FetchError(f"{relative} would land outside {self.landing}")
         meta = _read_meta(view)
         headers = {}
         if meta and view.exists():

@@ -8,6 +8,11 @@ number the registry does not hold is refused: no chunks are guessed for it.
 
 from __future__ import annotations
 
+import atexit
+import os
+import re
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,13 +20,17 @@ from typing import Any
 import pyarrow.parquet as pq
 
 from enrich.embed import Embedder, make_embedder
+from enrich.home import check_home
 from enrich.index import COLLECTION, open_client
+from enrich.repair import damaged_folder, rebuilt_copy
+from enrich.storage import read_parquet
 from enrich.versions import published_dir, published_file
 from lookup.errors import LookupProblem
 from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
 from lookup.grammar import Identifier, parse
 from lookup.hint import hint
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 
 
 @dataclass
@@ -105,11 +114,16 @@ class Lookup:
     ) -> Lookup:
         """Open the published registry and index under ``home`` (or the Chroma server at ``chroma_url``).
         ``max_candidates``: documents listed for an article named with no document."""
-        home = Path(home)
+        home = check_home(home, writable=False)
         registry = RegistryIndex.load(home)
         registry.max_candidates = max_candidates
         embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        client = open_client(home / "chroma", chroma_url)
+        folder = readable_chroma(home / "chroma") if chroma_url is None else None
+        if folder is not None and damaged_folder(folder) is not None:  # a rebuilt copy answers until a run repairs
+            enriched = read_parquet(published_file(home, "enriched_chunks.parquet"), ENRICHED_CHUNK_SCHEMA, "chunks")
+            collection = rebuilt_copy(home, embed, enriched)
+            return cls(registry, collection, embed, published_chunks(home))
+        client = open_client(folder, chroma_url)
         try:
             collection = client.get_collection(COLLECTION, embedding_function=None)
         except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
@@ -137,8 +151,11 @@ class Lookup:
         return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=self.published)
 
     def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
-        """Resolve, fetch, rank and explain one question."""
-        identifiers = parse(query)
+        """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first)."""
+        query = clean_query(query)
+        identifiers = parse(query, limit=MAX_IDENTIFIERS + 1)
+        capped = len(identifiers) > MAX_IDENTIFIERS
+        identifiers = identifiers[:MAX_IDENTIFIERS] if not capped else parse(query, limit=MAX_IDENTIFIERS)
         if not identifiers:
             nearest = self.vector_search(query, k)
             return RouteResult(query, "no_identifier", [], [], nearest, hint([], self.registry.docs))
@@ -155,7 +172,45 @@ class Lookup:
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
         status = overall_status(matches)
-        return RouteResult(query, status, identifiers, matches, chunks, hint(matches, self.registry.docs), list(plan))
+        note = hint(matches, self.registry.docs)
+        if capped:
+            note += f"\n⚠ В вопросе больше {MAX_IDENTIFIERS} номеров документов: рассмотрены первые {MAX_IDENTIFIERS}."
+        return RouteResult(query, status, identifiers, matches, chunks, note, list(plan))
+
+
+def readable_chroma(path: Path) -> Path:
+    """The embedded index to open for reading. Chroma writes to its folder even to read, so on a read-only
+    HOME (a mounted snapshot, a shared volume) lookups open a private copy made once per process."""
+    if not path.is_dir() or os.access(path, os.W_OK):
+        return path
+    copy = Path(tempfile.mkdtemp(prefix="zan-chroma-ro-"))
+    shutil.copytree(path, copy, dirs_exist_ok=True)
+    atexit.register(shutil.rmtree, copy, True)  # removed when the process ends
+    return copy
+
+
+MAX_QUERY_CHARS = 2000  # a question, not a document: longer input is refused with this reason
+MAX_IDENTIFIERS = 20  # identifiers resolved per question; the hint says when more were named
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+class QueryTooLong(LookupProblem):
+    """The question is over :data:`MAX_QUERY_CHARS`."""
+
+
+def clean_query(query: str) -> str:
+    """The question as text that is safe to parse: invalid bytes and lone surrogates (a shell passes them
+    through ``surrogateescape``) become U+FFFD, control characters become spaces, and a question over
+    :data:`MAX_QUERY_CHARS` is refused."""
+    try:  # bytes a shell could not decode come back as they were, then each invalid one is one U+FFFD
+        raw = query.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate that is not an escaped byte
+        raw = query.encode("utf-8", "surrogatepass")
+    text = raw.decode("utf-8", "replace")
+    text = _CONTROL.sub(" ", text)
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryTooLong(f"the question is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
+    return text
 
 
 def published_chunks(home: Path) -> dict[str, str] | None:

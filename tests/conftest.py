@@ -64,14 +64,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def chroma_server(path: Path) -> Iterator[str]:
+def chroma_server(path: Path, port: int | None = None) -> Iterator[str]:
     """A real ``chroma run`` server on 127.0.0.1 (the CLI installed beside this Python); yields its URL."""
     from enrich.index import open_client
 
     chroma = Path(sys.executable).parent / "chroma"
     if not chroma.exists():
         pytest.skip(f"chroma CLI not installed beside {sys.executable}")
-    port = free_port()
+    port = port or free_port()
     server = subprocess.Popen(
         [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL,
