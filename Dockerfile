@@ -8,10 +8,13 @@ RUN mkdir -p /opt/zan/data /opt/zan/landing /opt/zan/sources /opt/zan/models \
 USER airflow
 
 COPY --chown=airflow:0 pyproject.toml README.md /opt/zan/src/
-COPY --chown=airflow:0 extractors /opt/zan/src/extractors
-COPY --chown=airflow:0 enrich /opt/zan/src/enrich
-COPY --chown=airflow:0 schemas /opt/zan/src/schemas
+COPY --chown=airflow:0 cli /opt/zan/src/cli
+COPY --chown=airflow:0 runs /opt/zan/src/runs
+COPY --chown=airflow:0 vectors /opt/zan/src/vectors
 COPY --chown=airflow:0 lookup /opt/zan/src/lookup
+COPY --chown=airflow:0 enrich /opt/zan/src/enrich
+COPY --chown=airflow:0 extractors /opt/zan/src/extractors
+COPY --chown=airflow:0 schemas /opt/zan/src/schemas
 COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
 # Airflow's own constraints keep its dependencies as the image has them; zan adds chromadb, duckdb, pyarrow…
 RUN pip install --no-cache-dir "apache-airflow==3.3.2" /opt/zan/src

@@ -22,10 +22,10 @@ from typing import Any
 
 import numpy as np
 
-from enrich.index import open_client
 from lookup.fetch import fetch_chunks_by_doc_ids
 from lookup.grammar import parse
 from lookup.registry_index import RegistryIndex
+from vectors.index import open_client
 
 ISSUERS = ["МТСЗН", "МЧС", "МЭ", "МЗ", "МФ", "МИИР"]
 QUERIES = [

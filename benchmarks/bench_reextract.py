@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
 from sample_adilet import adilet_page  # noqa: E402
 
-from enrich.pipeline import run  # noqa: E402
+from runs.pipeline import run  # noqa: E402
 
 WORDS = [
     "работодатель",

@@ -39,7 +39,7 @@ def home() -> Path:
 def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call the library; its terminal errors (bad input, refused shrink, failed validation) fail the task at
     once with the reason in the log, while transient ones (a busy lease, Chroma or network I/O) are retried."""
-    from enrich.build import RunError
+    from runs.build import RunError
     from schemas.arrow import SchemaError
 
     try:
@@ -73,8 +73,8 @@ def sources(extra: list[str] | None = None) -> list[Path]:
 def plan(fetched: dict[str, Any] | None = None) -> list[str]:
     """Take the lease and plan the run (scope, files to read, shards); returns one ``state#shard`` reference
     per shard (at least one). Params, when the DAG has them, scope the run."""
-    from enrich import stages
-    from enrich.runstate import RunOptions
+    from runs import stages
+    from runs.state import RunOptions
 
     params = get_current_context()["params"]
     options = RunOptions(
@@ -106,7 +106,7 @@ def _state_of(shard_ref: str) -> str:
 @task
 def extract(shard_ref: str) -> str:
     """Extract one shard of the run's files (mapped: one task instance per shard)."""
-    from enrich import stages
+    from runs import stages
 
     state, shard = shard_ref.rsplit("#", 1)
     return str(terminal(stages.extract_shard, state, int(shard)))
@@ -115,7 +115,7 @@ def extract(shard_ref: str) -> str:
 @task
 def registry(shard_files: list[str]) -> str:
     """Merge every shard's documents into registry rows and chunks; returns the run's state file."""
-    from enrich import stages
+    from runs import stages
 
     state = str(Path(shard_files[0]).parent / "state.json")
     return str(terminal(stages.registry, state))
@@ -124,21 +124,21 @@ def registry(shard_files: list[str]) -> str:
 @task
 def enrich(state: str) -> str:
     """Join the identifier fields onto the chunks (DuckDB) and stage the version's tables."""
-    from enrich import stages
+    from runs import stages
 
     return str(terminal(stages.enrich, state))
 
 
 @task
 def index(state: str) -> dict[str, Any]:
-    from enrich import stages
+    from runs import stages
 
     return terminal(stages.index, state).as_dict()
 
 
 @task
 def validate(state: str) -> dict[str, Any]:
-    from enrich import stages
+    from runs import stages
 
     return terminal(stages.validate, state).as_dict()
 
@@ -146,7 +146,7 @@ def validate(state: str) -> dict[str, Any]:
 @task(outlets=[REGISTRY_ASSET, INDEX_ASSET])
 def publish(state: str) -> dict[str, Any]:
     """Publish the version; downstream DAGs scheduled on the registry/index assets run after it."""
-    from enrich import stages
+    from runs import stages
 
     info = terminal(stages.publish, state)
     events = get_current_context()["outlet_events"]
@@ -157,7 +157,7 @@ def publish(state: str) -> dict[str, Any]:
 
 @task
 def report(state: str) -> str | None:
-    from enrich import stages
+    from runs import stages
 
     path = terminal(stages.report, state)
     return str(path) if path else None
@@ -166,7 +166,7 @@ def report(state: str) -> str | None:
 @task
 def finish(shard_refs: list[str]) -> dict[str, Any]:
     """The teardown (always runs): releases the lease and removes work files; a failed run is recorded in its report."""
-    from enrich import stages
+    from runs import stages
 
     return stages.finish(_state_of(shard_refs[0])).as_dict()
 

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 
 from enrich.storage import read_parquet
-from enrich.versions import published_file
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.published import published_file
 
 # The identifier fields each kind of document is expected to carry.
 EXPECTED: dict[str, tuple[str, ...]] = {

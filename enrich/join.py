@@ -7,13 +7,11 @@ index could never be reached by a lookup and would silently answer a vector sear
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
-from enrich.index import meta_hash
-from enrich.query import create_parquet_view
+from enrich.metadata import meta_hash
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK, conform
 
 
@@ -21,14 +19,6 @@ from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_O
 class JoinResult:
     enriched: pa.Table
     orphans: pa.Table  # chunk_id, doc_id, source_file of chunks whose doc_id is not in the registry
-
-
-def enrich_chunks(registry_path: Path, chunks_path: Path) -> JoinResult:
-    """Chunks with the registry's identifier fields, validated against ``ENRICHED_CHUNK_SCHEMA``."""
-    with duckdb.connect() as con:
-        create_parquet_view(con, "chunks", chunks_path)
-        create_parquet_view(con, "registry", registry_path)
-        return _join(con)
 
 
 def enrich_tables(registry: pa.Table, chunks: pa.Table) -> JoinResult:

@@ -20,8 +20,8 @@ from typing import Any
 
 import duckdb
 
-from enrich.home import check_home
-from enrich.versions import published_file
+from schemas.errors import ZanError
+from schemas.published import check_home, published_file
 
 VIEWS = {
     "registry": "registry.parquet",
@@ -31,7 +31,7 @@ VIEWS = {
 }
 
 
-class QueryError(RuntimeError):
+class QueryError(ZanError):
     """Nothing published yet, or the SQL failed; the message says which."""
 
 

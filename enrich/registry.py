@@ -16,10 +16,11 @@ from typing import Any
 from enrich.chunking import LIST_CAP
 from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
+from schemas.errors import ZanError
 from schemas.identifiers import doc_id_from_adilet, order_key
 
 
-class IdentityError(ValueError):
+class IdentityError(ZanError, ValueError):
     """A document has nothing to build a doc_id from."""
 
 

@@ -29,6 +29,7 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from extractors.files import atomic_write
+from schemas.errors import ZanError
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
 
 BASE_URL = "https://adilet.zan.kz"
@@ -37,7 +38,7 @@ USER_AGENT = "zan/0.1 (+identifier-aware ETL for legal retrieval; polite: 1 req/
 _ADILET_ID = re.compile(rf"/docs/({ADILET_ID})", re.IGNORECASE)
 
 
-class FetchError(RuntimeError):
+class FetchError(ZanError):
     """A page that cannot be fetched (404, another 4xx, or transient failures past the last retry)."""
 
 
@@ -47,6 +48,8 @@ class NotFound(FetchError):
 
 class TransientFetchError(FetchError):
     """429, 5xx, timeouts, dropped connections, truncated bodies: worth retrying."""
+
+    transient = True
 
     def __init__(self, message: str, retry_after: float | None = None) -> None:
         super().__init__(message)

@@ -21,6 +21,7 @@ from lxml.etree import ParserError, _Element
 
 from extractors.model import ExtractError
 from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines
+from schemas.errors import ZanError
 from schemas.identifiers import normalize_space
 
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
@@ -46,7 +47,7 @@ def is_note(el: _Element) -> bool:
     return el.tag == "font" and (el.get("color") or "").upper() == "#FF0000"
 
 
-class TooDeep(ValueError):
+class TooDeep(ZanError, ValueError):
     """The markup nests deeper than :data:`MAX_DEPTH`: refused rather than read in part."""
 
 

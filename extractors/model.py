@@ -7,6 +7,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
+from schemas.errors import ZanError
+
 
 @dataclass
 class Requisites:
@@ -113,7 +115,7 @@ class Document:
         return [u.heading or "" for u in self.units if u.kind == "annex"]
 
 
-class ExtractError(ValueError):
+class ExtractError(ZanError, ValueError):
     """A source file cannot be turned into a document. Terminal: retrying will not help."""
 
     def __init__(self, source_file: str, reason: str) -> None:

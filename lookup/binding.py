@@ -26,10 +26,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # grammar imports this module to bind what it parses
-    from lookup.grammar import Identifier
+from lookup.identifier import Identifier
 
 # Identifier kinds that name a document (an article alone does not).
 DOCUMENT_KINDS = frozenset({"adilet_id", "law_number", "order", "registration", "standard", "code_article"})

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from schemas.errors import ZanError
 
-class LookupProblem(RuntimeError):
+
+class LookupProblem(ZanError):
     """The published data cannot serve lookups: no registry, no index, or an index built by another embedder."""

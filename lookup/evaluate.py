@@ -25,11 +25,12 @@ from typing import Any
 
 from lookup.fetch import Chunk
 from lookup.route import Lookup
+from schemas.errors import ZanError
 
 CUTOFFS = (1, 5)
 
 
-class GoldenError(ValueError):
+class GoldenError(ZanError, ValueError):
     """A golden file line that cannot be read; names the file, the line and the reason."""
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from enrich.embed import Embedder
+from vectors.embed import Embedder
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,16 @@ Cyrillic look-alikes fold inside identifiers, and keys compare by equality, neve
 
 from __future__ import annotations
 
-import datetime as dt
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
-from extractors.reference import CodeRef, codes, find_local_issuer, issuers
+from extractors.reference import find_local_issuer, issuers
 from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
 from lookup.binding import bind
+from lookup.code_names import alias_regex, code_of, code_regex
+from lookup.identifier import Identifier, IdentifierKind, Row
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
@@ -33,49 +33,6 @@ from schemas.identifiers import (
     normalize_space,
     order_key,
 )
-
-
-@dataclass(frozen=True)
-class Identifier:
-    """One identifier found in a query; ``span`` slices the original query text."""
-
-    kind: str  # adilet_id, law_number, code_article, article, point, order, registration, standard
-    raw: str
-    canonical: str
-    span: tuple[int, int]
-    adilet_id: str | None = None
-    code: str | None = None  # adilet id of a curated code, else "code:<stems>" for a code we do not know
-    code_name: str | None = None  # how the canonical form names the code (ТК РК)
-    article: str | None = None  # "156", "5-1"
-    paragraph: str | None = None  # "2" (п. 2 ст. 156), "(c)(2)" (29 CFR 1910.146(c)(2))
-    issuer: str | None = None  # short form (МТСЗН)
-    doc_type: str | None = None  # order, resolution, decree: named by the type word
-    number: str | None = None  # order key (ҚРДСМ-26), law number (414-V), registration number
-    date: dt.date | None = None
-    year: int | None = None
-    designation: Designation | None = None
-    in_annex: bool = False  # a пункт of the rules or regulation an act approves («п. 12 Правил»)
-    bound_to: int | None = None  # an article or пункт: the index of the document identifier it belongs to
-    binding: str | None = None  # the rule that bound it (``lookup.binding``)
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "raw": self.raw, "canonical": self.canonical, "span": list(self.span)}
-        if self.binding:
-            out["binding"] = self.binding
-        return out
-
-
-@dataclass(frozen=True)
-class Row:
-    """One spelling of one family: a pattern, the examples it must read, and how a match becomes a value."""
-
-    name: str
-    kind: str
-    pattern: re.Pattern[str]
-    examples: tuple[str, ...]
-    build: Callable[[re.Match[str]], Identifier | None]
-    folded: bool = False  # match on look-alike-folded text (identifiers spelled in Latin letters)
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
@@ -136,7 +93,7 @@ def _issuer_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
     for issuer in issuers():
         # requisites-only patterns anchored at a line's start or end («^Закон Республики …») are not names
         full = [p.pattern + r"\w*(?:\s+населения)?" for p in issuer.patterns if not re.search(r"\^|\$", p.pattern)]
-        aliases = [_alias_regex(a) for a in sorted({issuer.short, *issuer.aliases}, key=len, reverse=True)]
+        aliases = [alias_regex(a) for a in sorted({issuer.short, *issuer.aliases}, key=len, reverse=True)]
         out.append((issuer.short, re.compile("|".join([*full, *aliases]), re.IGNORECASE)))
     return tuple(out)
 
@@ -155,57 +112,6 @@ LOCAL_ISSUER = (
 def _issuer_regex(group: str = "issuer") -> str:
     names = "|".join(f"(?:{p.pattern})" for _, p in _issuer_patterns())
     return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL}|{LOCAL_ISSUER})"
-
-
-def _stem(word: str) -> str:
-    """A declension-tolerant regex for one word of a code alias (Трудовой → Трудо\\w*, кодекс → коде\\w*)."""
-    if word.isupper() or len(word) <= 3:
-        return re.escape(word) + r"(?!\w)"
-    return re.escape(word[: max(4, len(word) - 3)]) + r"\w*"
-
-
-def _alias_regex(alias: str) -> str:
-    return r"(?<!\w)" + r"\s+".join(_stem(w) for w in alias.split())
-
-
-@functools.cache
-def _code_regexes() -> tuple[tuple[CodeRef, re.Pattern[str]], ...]:
-    """Per curated code: one pattern over its aliases and titles, in every language, declined."""
-    rows = []
-    for code in codes():
-        spellings = sorted({*code.aliases, *code.titles.values()}, key=len, reverse=True)
-        rows.append((code, re.compile("|".join(_alias_regex(s) for s in spellings), re.IGNORECASE)))
-    return tuple(rows)
-
-
-@functools.cache
-def _code_regex() -> str:
-    """Any code: a curated alias or title (declined), or a generic «… кодекс …» we may not know."""
-    known = "|".join(f"(?:{p.pattern})" for _, p in _code_regexes())
-    # anchored at a word start and bounded: linear on any input (an unanchored «[а-я]+ого» backtracks
-    # quadratically through one long word)
-    generic = (
-        r"(?<![А-ЯЁа-яё])[А-ЯЁа-яё]{1,40}(?:ого|его|ый|ий|ой)\s+кодекс\w*"
-        r"|(?<!\w)[Кк]одекс\w*\s+(?:о|об)\s+[а-яё]{1,40}"
-    )
-    head = r"(?:(?:ҚР|Қазақстан\s+Республикасы\w*)\s+)?"
-    tail = r"(?:\s+(?:РК|Республики\s+Казахстан|of\s+the\s+Republic\s+of\s+Kazakhstan))?"
-    return rf"(?P<code>{head}(?:{known}|{generic}){tail})"
-
-
-def code_of(text: str) -> tuple[str, str]:
-    """(code id, display alias) for a code spelling: a curated code's adilet id, or ``code:<stems>``."""
-    for code, pattern in _code_regexes():
-        if pattern.search(text):
-            return code.adilet_id, code.aliases[0]
-    return "code:" + code_key(text), normalize_space(text)
-
-
-def code_key(text: str) -> str:
-    """Declension-folded key of a code's name: «Кодекса о недрах» and «Кодекс о недрах» → «коде о недр»."""
-    filler = {"рк", "қр", "республики", "казахстан", "қазақстан", "республикасының", "of", "the", "republic"}
-    words = [w for w in re.findall(r"\w+", text.casefold()) if w not in filler]
-    return " ".join(w[: max(4, len(w) - 3)] if len(w) > 3 else w for w in words)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -335,15 +241,18 @@ def _type_of(word: str | None) -> str | None:
 # The rows. Ties between overlapping matches go to the leftmost, then the longest, then the earlier row.
 
 
-def _row(name: str, kind: str, regex: str, build: Callable[[re.Match[str]], Identifier | None], *examples: str,
-         folded: bool = False, flags: int = 0) -> Row:  # fmt: skip
+Builder = Callable[[re.Match[str]], Identifier | None]
+
+
+def _row(name: str, kind: IdentifierKind, regex: str, build: Builder, *examples: str, folded: bool = False,
+         flags: int = 0) -> Row:  # fmt: skip
     return Row(name, kind, re.compile(regex, flags), examples, build, folded)
 
 
 @functools.cache
 def rows() -> tuple[Row, ...]:
     """The grammar, built once on first use (no import-time work)."""
-    code, issuer = _code_regex(), _issuer_regex()
+    code, issuer = code_regex(), _issuer_regex()
     date_sep = r"(?:\s*,?\s*(?:от|from|dated)?\s*)"
     standard_rows = tuple(
         Row(f"standard_{f.org}", "standard", f.pattern, f.examples, _standard_builder(i), folded=True)

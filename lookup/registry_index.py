@@ -17,12 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from enrich.storage import read_parquet
-from enrich.versions import published_file
+from lookup.code_names import code_key
 from lookup.errors import LookupProblem
-from lookup.grammar import TYPE_ADMITS, Identifier, code_key, find_issuer_short
+from lookup.grammar import TYPE_ADMITS, find_issuer_short
+from lookup.identifier import Identifier
 from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key
+from schemas.published import published_file
 
 MAX_CANDIDATES = 5
 

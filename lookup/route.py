@@ -19,18 +19,18 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from enrich.embed import Embedder, make_embedder
-from enrich.home import check_home
-from enrich.index import COLLECTION, open_client
-from enrich.repair import damaged_folder, rebuilt_copy
 from enrich.storage import read_parquet
-from enrich.versions import published_dir, published_file
 from lookup.errors import LookupProblem
 from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
-from lookup.grammar import Identifier, parse
+from lookup.grammar import parse
 from lookup.hint import hint
+from lookup.identifier import Identifier
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
+from schemas.published import check_home, published_dir, published_file
+from vectors.embed import Embedder, make_embedder
+from vectors.index import COLLECTION, find_collection, open_client
+from vectors.repair import damaged_folder, rebuilt_copy
 
 
 @dataclass
@@ -124,10 +124,9 @@ class Lookup:
             collection = rebuilt_copy(home, embed, enriched)
             return cls(registry, collection, embed, published_chunks(home))
         client = open_client(folder, chroma_url)
-        try:
-            collection = client.get_collection(COLLECTION, embedding_function=None)
-        except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
-            raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}") from exc
+        collection = find_collection(client)
+        if collection is None:
+            raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}")
         built_by = (collection.metadata or {}).get("zan_embedder")
         if built_by != embed.id:
             raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embed.id!r}")

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from schemas.errors import ZanError
+
 # How one source file of a document was read: the parser chosen, the evidence for it, and what became of
 # every article-heading-like line counted in the source (``unexplained`` = counted but not accounted for).
 EXTRACTION = pa.struct(
@@ -116,7 +118,7 @@ REJECT_SCHEMA = pa.schema(
 )
 
 
-class SchemaError(ValueError):
+class SchemaError(ZanError, ValueError):
     """A table does not match its contract; names the table and the first difference."""
 
 

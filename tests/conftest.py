@@ -37,7 +37,7 @@ def corpus_file(relative: str) -> Path:
 @pytest.fixture(scope="session")
 def sample_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """One run of the main job on the bundled corpus with embedded Chroma, shared by read-only tests."""
-    from enrich.pipeline import run
+    from runs.pipeline import run
 
     home = tmp_path_factory.mktemp("sample-home")
     info = run([SAMPLE], home)
@@ -48,7 +48,7 @@ def sample_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
 def corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
     """One run over all of ../shared/corpus (adilet, kzlaws, zan) plus the bundled sample, with embedded
     Chroma, shared by read-only tests (skipped when the corpus is absent)."""
-    from enrich.pipeline import run
+    from runs.pipeline import run
 
     corpus_file("adilet/rus/K1500000414.html")
     home = tmp_path_factory.mktemp("corpus-home")
@@ -66,7 +66,7 @@ def free_port() -> int:
 @contextlib.contextmanager
 def chroma_server(path: Path, port: int | None = None) -> Iterator[str]:
     """A real ``chroma run`` server on 127.0.0.1 (the CLI installed beside this Python); yields its URL."""
-    from enrich.index import open_client
+    from vectors.index import open_client
 
     chroma = Path(sys.executable).parent / "chroma"
     if not chroma.exists():

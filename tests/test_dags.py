@@ -16,9 +16,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from enrich.index import COLLECTION, open_client
-from enrich.versions import current_version, published_file
+from schemas.published import current_version, published_file
 from tests.conftest import ROOT, SAMPLE, chroma_server
+from vectors.index import COLLECTION, open_client
 
 DAGS = ROOT / "dags"
 STAGES = ["plan", "extract", "registry", "enrich", "index", "validate", "publish", "report", "finish"]

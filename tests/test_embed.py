@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from enrich.embed import HashingEmbedder, make_embedder
+from vectors.embed import HashingEmbedder, make_embedder
 
 
 def test_hashing_embedder_is_normalised_and_separates_paraphrase_from_unrelated() -> None:
@@ -26,7 +26,9 @@ def test_hashing_embedder_is_normalised_and_separates_paraphrase_from_unrelated(
 
 
 def test_hashing_embedder_is_identical_across_processes() -> None:
-    code = "from enrich.embed import HashingEmbedder; print(HashingEmbedder().embed(['ст. 156 ТК РК'])[0][:8].tolist())"
+    code = (
+        "from vectors.embed import HashingEmbedder; print(HashingEmbedder().embed(['ст. 156 ТК РК'])[0][:8].tolist())"
+    )
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout for _ in range(2)}
     here = str(HashingEmbedder().embed(["ст. 156 ТК РК"])[0][:8].tolist())
     assert outputs == {here + "\n"}

@@ -18,13 +18,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from enrich.home import HomeError, check_home
-from enrich.index import COLLECTION, open_client
-from enrich.pipeline import run
 from enrich.query import run_sql
-from enrich.versions import current_version, published_file
 from lookup.route import Lookup
+from runs.pipeline import run
+from schemas.published import HomeError, check_home, current_version, published_file
 from tests.conftest import ROOT, SAMPLE, chroma_server, free_port
+from vectors.index import COLLECTION, open_client
 
 K_RUS = Path("adilet/rus/K1500000414.html")
 
@@ -117,7 +116,7 @@ def test_a_real_full_disk_while_indexing_then_space_freed(tmp_path: Path, monkey
 
 
 def test_a_run_that_would_fill_the_disk_stops_before_writing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from enrich.repair import DiskFull
+    from vectors.repair import DiskFull
 
     src, home = tmp_path / "src", tmp_path / "home"
     shutil.copytree(SAMPLE, src)
@@ -153,7 +152,7 @@ def test_a_chroma_server_killed_mid_write_then_restarted(tmp_path: Path) -> None
         _work_to_do(src)
         marker = tmp_path / f"paused-{uuid.uuid4().hex}"
         env = {**os.environ, "ZAN_FAILPOINT": "index", "ZAN_FAILPOINT_FILE": str(marker), "ZAN_FAILPOINT_SLEEP": "6"}
-        child = subprocess.Popen([sys.executable, "-m", "enrich.cli", "run", "--home", str(home), "--chroma-url", url],
+        child = subprocess.Popen([sys.executable, "-m", "cli", "run", "--home", str(home), "--chroma-url", url],
                                  cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)  # fmt: skip
         deadline = time.monotonic() + 120
         while not marker.exists():
@@ -176,7 +175,7 @@ def test_a_read_only_home_serves_lookups_sql_and_audit(tmp_path: Path, monkeypat
     with _tmpfs(tmp_path / "ro", 64) as disk:
         home = disk / "home"
         built = subprocess.run(
-            [sys.executable, "-m", "enrich.cli", "run", "--home", str(home)],
+            [sys.executable, "-m", "cli", "run", "--home", str(home)],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -205,6 +204,6 @@ def test_a_home_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "f").write_text("x")
     with pytest.raises(HomeError, match="not a directory"):
         check_home(tmp_path / "f", writable=False)
-    done = subprocess.run([sys.executable, "-m", "enrich.cli", "run", "--home", ""], cwd=ROOT, capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "cli", "run", "--home", ""], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode != 0 and "empty" in done.stderr and "Traceback" not in done.stderr

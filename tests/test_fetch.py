@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from enrich.pipeline import run
 from enrich.query import connect
 from extractors.fetch import Fetcher, FetchError
+from runs.pipeline import run
 from tests.conftest import SAMPLE
 
 IDS = ("V2400035612", "V2100022334", "K1500000414")

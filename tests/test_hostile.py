@@ -15,9 +15,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from enrich.pipeline import run
 from enrich.query import connect
-from enrich.versions import published_file
+from runs.pipeline import run
+from schemas.published import published_file
 from tests.conftest import SAMPLE
 
 ADILET = "adilet/rus"

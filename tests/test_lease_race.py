@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from enrich import lease
+from runs import lease
 
 TAKERS = 8
 TRIALS = 240

@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from enrich.embed import HashingEmbedder
 from enrich.query import connect
 from lookup.grammar import parse
 from lookup.registry_index import RegistryIndex, RegistryMissing
 from lookup.route import Lookup
 from tests.conftest import CORPUS, ROOT, corpus_file
+from vectors.embed import HashingEmbedder
 
 T211, MCHS211, ME211 = "v2400035612", "v2100022334", "v1500010907"
 TK = "k1500000414"
@@ -156,9 +156,7 @@ def test_lookup_refuses_an_index_built_by_another_embedder(sample_run) -> None: 
 
 
 def _zan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "enrich.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
-    )
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
 def test_cli_lookup_json_contract(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -204,7 +202,7 @@ def test_cli_eval_on_the_golden_set(sample_run) -> None:  # type: ignore[no-unty
 @pytest.fixture(scope="module")
 def real_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     corpus_file("adilet/rus/K1500000414.html")
-    from enrich.pipeline import run
+    from runs.pipeline import run
 
     home = tmp_path_factory.mktemp("real-home")
     run([CORPUS / "adilet"], home)

@@ -11,13 +11,13 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from enrich.embed import HashingEmbedder
-from enrich.index import COLLECTION, open_client
-from enrich.pipeline import RunError, RunOptions, run
 from enrich.query import connect
-from enrich.versions import published_dir, published_file
+from runs.pipeline import RunError, RunOptions, run
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
+from schemas.published import published_dir, published_file
 from tests.conftest import CORPUS, ROOT, SAMPLE, chroma_server, corpus_file
+from vectors.embed import HashingEmbedder
+from vectors.index import COLLECTION, open_client
 
 
 def _sql(home: Path, query: str) -> list[tuple]:  # type: ignore[type-arg]
@@ -116,9 +116,7 @@ def test_rerun_with_fewer_documents_removes_their_vectors(tmp_path: Path) -> Non
 
 
 def _zan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "enrich.cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600
-    )
+    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
 
 
 def test_real_corpus_via_cli_meets_the_main_job_contract(tmp_path: Path) -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from enrich.query import QueryError, run_sql
-from enrich.versions import current_version
 from lookup.grammar import parse, rows
 from lookup.route import MAX_IDENTIFIERS, MAX_QUERY_CHARS, Lookup, QueryTooLong, clean_query
 from schemas.identifiers import fold_lookalikes
+from schemas.published import current_version
 
 
 @pytest.mark.parametrize(

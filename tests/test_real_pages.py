@@ -188,8 +188,8 @@ def test_corpus_run_rejects_no_real_act(corpus_run) -> None:  # type: ignore[no-
 def test_audit_shows_every_corpus_file_accepted_and_no_unexplained_heading_gap(corpus_run) -> None:  # type: ignore[no-untyped-def]
     from typer.testing import CliRunner
 
+    from cli import app
     from enrich.audit import audit_home
-    from enrich.cli import app
 
     _, home = corpus_run
     audit = audit_home(home)

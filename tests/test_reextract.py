@@ -16,12 +16,12 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from enrich.index import COLLECTION, open_client
-from enrich.pipeline import RunOptions, ShrinkRefused, rollback, run
 from enrich.query import connect
-from enrich.versions import current_version, list_versions, published_file
 from lookup.route import Lookup
+from runs.pipeline import RunOptions, ShrinkRefused, rollback, run
+from schemas.published import current_version, list_versions, published_file
 from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
+from vectors.index import COLLECTION, open_client
 
 K_RUS = Path("adilet/rus/K1500000414.html")
 MCHS = Path("adilet/rus/V2100022334.html")
@@ -80,9 +80,9 @@ def test_unchanged_files_are_not_read_again_unless_the_code_changed(
     _edit(src / MCHS, 'status status_upd">Действующий', 'status status_upd">Утративший силу')
     one = run(None, home)
     assert one.files == 1 and one.metadata_changed == 4
-    import enrich.build
+    import runs.build
 
-    monkeypatch.setattr(enrich.build, "code_fingerprint", lambda: "an-extractor-fix")
+    monkeypatch.setattr(runs.build, "code_fingerprint", lambda: "an-extractor-fix")
     fixed = run(None, home)  # every file read again with the "new" code; nothing to embed or write
     assert fixed.files == 17 and (fixed.embedded, fixed.vector_writes, fixed.metadata_writes) == (0, 0, 0)
     assert run(None, home).files == 0
@@ -221,7 +221,7 @@ def test_versions_and_rollback(edited: tuple[Path, Path]) -> None:
     back = rollback(home)
     assert (back.version, back.embedded, back.status) == ("v000001", 0, "rolled_back")
     assert current_version(home) == "v000001" and _published(home) == v1 and _index(home) == v1
-    done = subprocess.run([sys.executable, "-m", "enrich.cli", "versions", "--home", str(home), "--json"],
+    done = subprocess.run([sys.executable, "-m", "cli", "versions", "--home", str(home), "--json"],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     listed = json.loads(done.stdout)
     assert [(v["version"], v["current"]) for v in listed] == [("v000001", True), ("v000002", False)]
@@ -236,7 +236,7 @@ def test_keep_prunes_old_versions(edited: tuple[Path, Path]) -> None:
 
 
 def test_changing_the_embedder_reembeds_everything(edited: tuple[Path, Path]) -> None:
-    from enrich.embed import HashingEmbedder
+    from vectors.embed import HashingEmbedder
 
     src, home = edited
     info = run(None, home, embedder=HashingEmbedder(dim=256))
@@ -263,7 +263,7 @@ def test_run_report_json_html_and_runs_view(edited: tuple[Path, Path]) -> None:
 
 def test_cli_run_json_has_the_change_fields(edited: tuple[Path, Path]) -> None:
     src, home = edited
-    done = subprocess.run([sys.executable, "-m", "enrich.cli", "run", "--home", str(home), "--json", "--dry-run"],
+    done = subprocess.run([sys.executable, "-m", "cli", "run", "--home", str(home), "--json", "--dry-run"],
                           capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -322,7 +322,7 @@ def test_kill_9_at_any_point_keeps_a_readable_version_and_the_rerun_converges(tm
     (src / "adilet/rus/V2200028911.html").unlink()
     marker = tmp_path / "paused"
     env = {**os.environ, "ZAN_FAILPOINT": point, "ZAN_FAILPOINT_FILE": str(marker)}
-    child = subprocess.Popen([sys.executable, "-m", "enrich.cli", "run", "--home", str(home)], cwd=ROOT, env=env,
+    child = subprocess.Popen([sys.executable, "-m", "cli", "run", "--home", str(home)], cwd=ROOT, env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     deadline = time.monotonic() + 180
     while not marker.exists():
@@ -375,7 +375,7 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
 
     def adopt(*extra: str) -> dict:  # type: ignore[type-arg]
         done = subprocess.run(
-            [sys.executable, "-m", "enrich.cli", "enrich-collection", "--collection", "lumi_docs", "--home", str(home),
+            [sys.executable, "-m", "cli", "enrich-collection", "--collection", "lumi_docs", "--home", str(home),
              "--json", *extra],
             capture_output=True, text=True, cwd=ROOT, timeout=300,
         )  # fmt: skip
@@ -401,7 +401,7 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
     assert np.allclose(np.asarray(got["embeddings"]), vectors)  # vectors untouched
     again = adopt()
     assert (again["updated"], again["unchanged"]) == (0, 3)
-    missing = subprocess.run([sys.executable, "-m", "enrich.cli", "enrich-collection", "--collection", "nope",
+    missing = subprocess.run([sys.executable, "-m", "cli", "enrich-collection", "--collection", "nope",
                               "--home", str(home)], capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
     assert missing.returncode == 1 and "nope" in missing.stderr
 
@@ -409,7 +409,7 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
 def test_one_run_or_rollback_at_a_time(edited: tuple[Path, Path]) -> None:
     import socket
 
-    from enrich.stages import Busy
+    from runs.stages import Busy
 
     src, home = edited
     held = {"run_id": "other", "taken": time.time(), "at": "now", "holder": "process",

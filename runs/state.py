@@ -11,21 +11,53 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from enrich.build import RunError
 from enrich.storage import read_parquet
-from enrich.versions import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir, write_text_atomic
+from runs.versions import staging_dir, write_text_atomic
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.published import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
 
-class ShrinkRefused(RunError):
-    """The run would delete more than the allowed share of documents or chunks."""
+class RunStatus(StrEnum):
+    """How a run (or a rollback) ended: the one vocabulary of the text line, ``--json`` and the ``runs`` view."""
+
+    RUNNING = "running"
+    PUBLISHED = "published"  # a new version is current (a --force-reembed run of the same tables too)
+    UNCHANGED = "unchanged"  # nothing changed: no version was made, the current one stays
+    REPAIRED = "repaired"  # the index was brought back to the current version after an interrupted run
+    DRY_RUN = "dry_run"  # nothing was written
+    ROLLED_BACK = "rolled_back"  # an earlier version is current again
+    REFUSED = "refused"  # the shrink gate refused to publish
+    FAILED = "failed"
+
+    def describe(self, version: str | None) -> str:
+        """The words the text line opens with."""
+        return {
+            RunStatus.PUBLISHED: f"published {version}",
+            RunStatus.UNCHANGED: f"unchanged, {version} stays published",
+            RunStatus.REPAIRED: f"repaired the index of {version}",
+            RunStatus.DRY_RUN: "dry run, would change",
+            RunStatus.ROLLED_BACK: f"rolled back to {version}",
+        }.get(self, self.value)
+
+
+class Stage(StrEnum):
+    """The last stage a run's state file records as done (:mod:`runs.stages`)."""
+
+    PLANNED = "planned"
+    REGISTRY = "registry"
+    ENRICHED = "enriched"
+    INDEXED = "indexed"
+    VALIDATED = "validated"
+    PUBLISHED = "published"
+    REPORTED = "reported"
 
 
 @dataclass(frozen=True)
@@ -54,7 +86,7 @@ class RunInfo:
     """What a run did; ``zan run --json`` prints it and Airflow tasks return it."""
 
     run_id: str
-    status: str = "running"  # published, unchanged, repaired, dry_run, refused, failed
+    status: RunStatus = RunStatus.RUNNING
     version: str | None = None
     scope: str = "full"
     documents: int = 0
@@ -84,7 +116,9 @@ class RunInfo:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunInfo:
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        info = cls(**{k: v for k, v in data.items() if k in names})
+        info.status = RunStatus(info.status)
+        return info
 
 
 @dataclass
@@ -162,7 +196,7 @@ class RunState:
     reused: list[str]
     shards: list[list[str]]
     started: str
-    stage: str = "planned"  # planned, registry, enriched, indexed, validated, published, reported
+    stage: Stage = Stage.PLANNED
     same: bool = False  # the run rebuilt exactly the published version
     rebuilt: list[str] = field(default_factory=list)
     file_keys: dict[str, str] = field(default_factory=dict)
@@ -186,12 +220,25 @@ class RunState:
 
     @classmethod
     def load(cls, path: Path | str) -> RunState:
-        return cls(**json.loads(Path(path).read_text("utf-8")))
+        state = cls(**json.loads(Path(path).read_text("utf-8")))
+        state.stage = Stage(state.stage)
+        return state
+
+    def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
+        """(registry, enriched, rejects) of the run's version: staged, or the published one when identical;
+        each checked against its schema as it is read."""
+        home = Path(self.home)
+        folder = versions_dir(home) / self.previous if self.same and self.previous else staging_dir(home, self.run_id)
+        return (
+            read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+            read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
+            read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
+        )
 
     def run_info(self) -> RunInfo:
         return RunInfo.from_dict(self.info)
 
-    def update(self, info: RunInfo, stage: str | None = None) -> None:
+    def update(self, info: RunInfo, stage: Stage | None = None) -> None:
         self.info = info.as_dict()
         if stage:
             self.stage = stage

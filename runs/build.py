@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,11 +28,10 @@ from enrich.registry import IdentityError, build_registry, doc_id_for, registry_
 from enrich.storage import table_from_rows
 from extractors.discover import extract_file, max_file_bytes, scan
 from extractors.model import Document
+from runs.errors import RunError
+from runs.state import Published
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.identifiers import order_key
-
-if TYPE_CHECKING:
-    from enrich.runstate import Published
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]
@@ -42,10 +41,6 @@ _FINGERPRINTED = {
     "schemas": ("*.py",),
     "enrich": ("chunking.py", "registry.py", "join.py", "index.py"),
 }
-
-
-class RunError(RuntimeError):
-    """The run cannot publish (no source, no document, nothing in scope); nothing published was touched."""
 
 
 @functools.cache
@@ -87,6 +82,15 @@ class Scope:
     @property
     def is_full(self) -> bool:
         return self.kind == "full"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "files": [str(f) for f in self.files], "roots": [str(r) for r in self.roots],
+                "touched": sorted(self.touched), "skipped": [list(pair) for pair in self.skipped]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, s: dict[str, Any]) -> Scope:
+        skipped = [(str(p), str(r)) for p, r in s.get("skipped", [])]
+        return cls(s["kind"], [Path(f) for f in s["files"]], [Path(r) for r in s["roots"]], set(s["touched"]), skipped)
 
 
 def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None, previous: Published | None) -> Scope:

@@ -14,18 +14,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from enrich.index import BATCH, chunk_metadata, open_client
+from enrich.metadata import chunk_metadata
 from enrich.storage import read_parquet
-from enrich.versions import published_file
 from extractors.structure import match_article
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK, REGISTRY_SCHEMA
+from schemas.errors import ZanError
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, fold_lookalikes
+from schemas.published import published_file
+from vectors.index import BATCH, find_collection, open_client
 
 SOURCE_KEYS = ("source_file", "source", "file", "filename", "file_name", "file_path", "path", "url", "source_url")
 _ADILET_ID = re.compile(rf"(?<![A-Za-z0-9])({ADILET_ID})(?![A-Za-z0-9])", re.I)
 
 
-class AdoptError(RuntimeError):
+class AdoptError(ZanError):
     """The collection or the registry is missing."""
 
 
@@ -74,10 +76,9 @@ def enrich_collection(home: Path, name: str, chroma_url: str | None = None, dry_
         for key in registry_keys(row):
             by_key.setdefault(key, row)
     client = open_client(home / "chroma", chroma_url)
-    try:
-        collection = client.get_collection(name, embedding_function=None)
-    except Exception as exc:  # chromadb raises NotFoundError / ValueError by version
-        raise AdoptError(f"no Chroma collection {name!r} at {chroma_url or home / 'chroma'}") from exc
+    collection = find_collection(client, name)
+    if collection is None:
+        raise AdoptError(f"no Chroma collection {name!r} at {chroma_url or home / 'chroma'}")
     info = AdoptInfo(collection=name)
     offset = 0
     while True:

@@ -16,8 +16,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
-from enrich.embed import Embedder
 from enrich.storage import write_parquet_atomic
+from vectors.embed import Embedder
 
 VECTOR_SCHEMA = pa.schema(
     [pa.field("text_hash", pa.string(), nullable=False), pa.field("vector", pa.list_(pa.float32()))]

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.diff import CLASSES, ChunkDiff
-from enrich.versions import now_iso, write_text_atomic
+from runs.diff import CLASSES, ChunkDiff
+from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
 
 if TYPE_CHECKING:
-    from enrich.runstate import Published, RunInfo
+    from runs.state import Published, RunInfo
 
 COVERAGE_FIELDS = tuple(f for f in REGISTRY_FIELDS_ON_CHUNK if f not in ("doc_title", "doc_type")) + (
     "code_articles",

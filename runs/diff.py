@@ -14,8 +14,20 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
-CLASSES = ("added", "text_changed", "metadata_changed", "unchanged", "deleted")
+
+class ChangeClass(StrEnum):
+    """What a run does to one chunk (the module docstring says which write each means)."""
+
+    ADDED = "added"
+    TEXT_CHANGED = "text_changed"
+    METADATA_CHANGED = "metadata_changed"
+    UNCHANGED = "unchanged"
+    DELETED = "deleted"
+
+
+CLASSES = tuple(ChangeClass)
 
 State = Mapping[str, tuple[str | None, str | None]]  # chunk_id → (text_hash, meta_hash)
 
@@ -31,7 +43,7 @@ class ChunkDiff:
     def counts(self) -> dict[str, int]:
         return {name: len(getattr(self, name)) for name in CLASSES}
 
-    def class_of(self) -> dict[str, str]:
+    def class_of(self) -> dict[str, ChangeClass]:
         """chunk_id → its class (for per-type and per-source tallies in the run report)."""
         return {chunk_id: name for name in CLASSES for chunk_id in getattr(self, name)}
 

@@ -25,7 +25,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from enrich.versions import VersionError, now_iso
+from runs.versions import now_iso
+from schemas.published import VersionError
 
 LEASE = ".lease"
 LEASE_TTL_S = 6 * 3600  # a lease older than this belongs to a run that died without finishing
@@ -33,6 +34,8 @@ LEASE_TTL_S = 6 * 3600  # a lease older than this belongs to a run that died wit
 
 class Busy(VersionError):
     """Another run holds the data directory (transient: retry later)."""
+
+    transient = True
 
 
 def take(home: Path, run_id: str, holder: str) -> None:

@@ -25,18 +25,17 @@ from typing import Any
 
 import pyarrow as pa
 
-from enrich.embed import Embedder
-from enrich.index import BATCH, COLLECTION, get_collection, open_client, write_changes
-from enrich.vectors import VectorStore
+from schemas.errors import TransientError
+from vectors.embed import Embedder
+from vectors.index import BATCH, COLLECTION, find_collection, get_collection, open_client, write_changes
+from vectors.store import VectorStore
 
 MIN_FREE_MB = 64  # always left free on HOME's file system (ZAN_MIN_FREE_MB)
 
 
-class DiskFull(OSError):
+class DiskFull(TransientError, OSError):
     """Not enough free space for what a run is about to write; nothing was written. Transient: free space
     and run again."""
-
-    transient = True
 
 
 def check_room(home: Path, needed: int, what: str) -> None:
@@ -69,10 +68,9 @@ def damaged_folder(folder: Path, name: str = COLLECTION) -> str | None:
 def damaged(client: Any, name: str = COLLECTION) -> str | None:
     """Why the embedded collection cannot be read, or None when it can (or does not exist yet)."""
     try:
-        collection = client.get_collection(name, embedding_function=None)
-    except Exception as exc:  # noqa: BLE001 - chromadb raises NotFoundError or ValueError by version
-        return None if "does not exist" in str(exc) or type(exc).__name__ == "NotFoundError" else str(exc)
-    try:
+        collection = find_collection(client, name)
+        if collection is None:
+            return None  # nothing built yet is not damage
         collection.count()
         collection.get(limit=1, include=["metadatas"])
     except Exception as exc:  # noqa: BLE001 - any failure to read the embedded index is damage

@@ -2,54 +2,29 @@
 
 Vectors are always passed explicitly (Chroma's default embedding function downloads a model). Metadata
 follows Chroma's rules measured in DESIGN.md: no None values, no empty lists, lists capped in length,
-dates as ISO strings. Writes are diffs (``enrich.diff``): vectors only for new or changed text, metadata-only
+dates as ISO strings. Writes are diffs (``runs.diff``): vectors only for new or changed text, metadata-only
 ``update`` for changed metadata (measured ~5× faster than an upsert, vectors untouched), nothing for
 unchanged chunks. After a run the collection holds exactly the published chunk ids.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from enrich.chunking import LIST_CAP
-from enrich.embed import Embedder
+from enrich.metadata import METADATA_FIELDS, chunk_metadata
+from schemas.errors import TransientError
+from vectors.embed import Embedder
 
 COLLECTION = "zan_chunks"
 BATCH = 1000
-METADATA_FIELDS = (
-    "doc_id",
-    "adilet_id",
-    "doc_type",
-    "doc_title",
-    "issuer",
-    "order_number",
-    "law_zrk",
-    "code_articles",
-    "article_labels",
-    "intl_org",
-    "intl_section",
-    "date_approved",
-    "jurisdiction",
-    "language",
-    "source_url",
-    "status",
-    "registration_number",
-    "path",
-    "section_label",
-    "annex",
-    "annex_articles",
-    "point_labels",
-    "text_hash",
-    "meta_hash",
-)
-HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f not in ("text_hash", "meta_hash"))
+
+
+class IndexUnavailable(TransientError):
+    """The Chroma server (or the embedded index) cannot be reached now; a retry may succeed."""
 
 
 def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) -> Any:
@@ -60,34 +35,15 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
     settings = Settings(anonymized_telemetry=False)
     if chroma_url:
         url = urlparse(chroma_url)
-        return chromadb.HttpClient(
-            host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https", settings=settings
-        )
+        try:
+            return chromadb.HttpClient(
+                host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https", settings=settings
+            )
+        except ValueError as exc:  # chromadb's words for a server that does not answer its heartbeat
+            raise IndexUnavailable(f"Chroma server {chroma_url} cannot be reached: {exc}") from exc
     if chroma_path is None:
         raise ValueError("either a Chroma path or a Chroma URL is needed")
     return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
-
-
-def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Chroma metadata for one enriched chunk row: empty values dropped, lists capped, dates as text."""
-    meta: dict[str, Any] = {}
-    for name in METADATA_FIELDS:
-        value = row.get(name)
-        if isinstance(value, dt.date):
-            value = value.isoformat()
-        if isinstance(value, list):
-            value = value[:LIST_CAP]
-        if value is None or value == [] or value == "":
-            continue
-        meta[name] = value
-    return meta
-
-
-def meta_hash(row: Mapping[str, Any]) -> str:
-    """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write."""
-    meta = chunk_metadata({k: row.get(k) for k in HASHED_FIELDS})
-    payload = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
-    return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()
 
 
 def index_state(collection: Any) -> dict[str, tuple[str | None, str | None]]:
@@ -104,13 +60,43 @@ def index_state(collection: Any) -> dict[str, tuple[str | None, str | None]]:
         offset += len(page["ids"])
 
 
+class LazyClient:
+    """The Chroma client of a run (embedded under HOME/chroma, or the server at ``chroma_url``), opened on
+    first use: a run with nothing to write never starts Chroma."""
+
+    def __init__(self, home: Path, chroma_url: str | None) -> None:
+        self.home, self.url, self._client = home, chroma_url, None
+
+    def get(self) -> Any:
+        if self._client is None:
+            self._client = open_client(self.home / "chroma", self.url)
+        return self._client
+
+    def collection(self) -> Any:
+        """The zan collection, which must exist (a run that wrote to it reads it back)."""
+        collection = find_collection(self.get())
+        if collection is None:
+            raise IndexUnavailable(f"no Chroma collection {COLLECTION!r} at {self.url or self.home / 'chroma'}")
+        return collection
+
+
+def find_collection(client: Any, name: str = COLLECTION) -> Any | None:
+    """The collection ``name``, or None when there is none. Only "does not exist" reads as None: a server
+    that cannot be reached raises :class:`IndexUnavailable`, never passes for an empty index."""
+    from chromadb.errors import NotFoundError
+
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except NotFoundError:
+        return None
+    except (ConnectionError, OSError) as exc:
+        raise IndexUnavailable(f"the Chroma index cannot be reached: {exc}") from exc
+
+
 def collection_embedder(client: Any, name: str = COLLECTION) -> str | None:
     """The embedder id a collection was built with, or None when there is no such collection (no writes)."""
-    try:
-        collection = client.get_collection(name, embedding_function=None)
-    except Exception:  # chromadb raises NotFoundError or ValueError depending on the version
-        return None
-    return str((collection.metadata or {}).get("zan_embedder"))
+    collection = find_collection(client, name)
+    return None if collection is None else str((collection.metadata or {}).get("zan_embedder"))
 
 
 def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> Any:

@@ -1,8 +1,8 @@
 """The main job: extract → registry → chunks → enrich → diff → embed → index → publish → report.
 
 A run builds its version aside (``versions/.tmp-<run_id>/``), classifies every chunk against what the
-index holds (``enrich.diff``), embeds only text it has never embedded (``enrich.vectors``), writes only what
-changed, then publishes by replacing one pointer (``enrich.versions``). Deletes happen after the publish.
+index holds (``runs.diff``), embeds only text it has never embedded (``vectors.store``), writes only what
+changed, then publishes by replacing one pointer (``runs.versions``). Deletes happen after the publish.
 A run that fails or is killed at any point leaves the previous version published; the next run finds the
 ``index.dirty`` marker, reconciles against the index itself and converges.
 
@@ -10,7 +10,7 @@ Scope: with no ``--source``, ``--only`` or ``--since`` a run is *full* over the 
 version recorded (the bundled sample the first time), and documents gone from them are deleted. With one,
 only the documents in scope are rebuilt (or deleted); every other published document is carried over as is.
 
-``run`` calls the stages of ``enrich.stages`` in one process; the Airflow DAGs call the same stages, one
+``run`` calls the stages of ``runs.stages`` in one process; the Airflow DAGs call the same stages, one
 per task.
 """
 
@@ -18,21 +18,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from enrich import lease, stages
-from enrich.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
-from enrich.build import RunError as RunError
-from enrich.diff import classify
-from enrich.embed import Embedder, HashingEmbedder
-from enrich.home import check_home
-from enrich.index import delete_ids, get_collection, index_state, open_client
-from enrich.report import build_report, write_report
-from enrich.runstate import Progress, Published, RunInfo, RunOptions, new_run_id
-from enrich.runstate import ShrinkRefused as ShrinkRefused
-from enrich.stages import DIRTY
 from enrich.storage import read_parquet
-from enrich.vectors import VectorStore, vectors_for
-from enrich.versions import VersionError, list_versions, now_iso, read_manifest, set_current, versions_dir
+from runs import lease, stages
+from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
+from runs.changes import DIRTY, chunk_state, count_classes
+from runs.diff import classify
+from runs.errors import RunError as RunError
+from runs.errors import ShrinkRefused as ShrinkRefused
+from runs.report import build_report, write_report
+from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id
+from runs.versions import now_iso, set_current
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
+from vectors.embed import Embedder, HashingEmbedder
+from vectors.index import delete_ids, get_collection, index_state, open_client
+from vectors.store import VectorStore, vectors_for
 
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
 
@@ -98,8 +98,8 @@ def rollback(
         rejects = read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects")
         client = open_client(home / "chroma", chroma_url)
         collection = get_collection(client, embedder)
-        diff = classify(index_state(collection), stages.chunk_state(enriched))
-        stages.count_classes(info, diff)
+        diff = classify(index_state(collection), chunk_state(enriched))
+        count_classes(info, diff)
         info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
         rows = {row["chunk_id"]: row for row in enriched.to_pylist()}
         texts = {rows[i]["text_hash"]: rows[i]["text"] for i in diff.to_embed}
@@ -109,7 +109,7 @@ def rollback(
         set_current(home, target)
         delete_ids(collection, diff.deleted)
         (home / DIRTY).unlink(missing_ok=True)
-        info.version, info.status, info.indexed = target, "rolled_back", collection.count()
+        info.version, info.status, info.indexed = target, RunStatus.ROLLED_BACK, collection.count()
         info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
         write_report(home, build_report(info, diff, enriched, registry, current, rejects, now_iso()))
     return info

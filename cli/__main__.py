@@ -1,0 +1,5 @@
+"""``python -m cli``: the zan command."""
+
+from cli import main
+
+main()

@@ -1,0 +1,66 @@
+"""The metadata every chunk carries into the vector index: which fields, in which shape, and its hash.
+
+Chroma's rules (measured in DESIGN.md) shape it: no None values, no empty lists, lists capped in length,
+dates as ISO strings. The hash covers every field but the text's own hash, so equal hashes mean no write:
+the join computes it once per chunk and the diff compares it with what the index holds.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from enrich.chunking import LIST_CAP
+
+METADATA_FIELDS = (
+    "doc_id",
+    "adilet_id",
+    "doc_type",
+    "doc_title",
+    "issuer",
+    "order_number",
+    "law_zrk",
+    "code_articles",
+    "article_labels",
+    "intl_org",
+    "intl_section",
+    "date_approved",
+    "jurisdiction",
+    "language",
+    "source_url",
+    "status",
+    "registration_number",
+    "path",
+    "section_label",
+    "annex",
+    "annex_articles",
+    "point_labels",
+    "text_hash",
+    "meta_hash",
+)
+HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f not in ("text_hash", "meta_hash"))
+
+
+def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
+    """Chroma metadata for one enriched chunk row: empty values dropped, lists capped, dates as text."""
+    meta: dict[str, Any] = {}
+    for name in METADATA_FIELDS:
+        value = row.get(name)
+        if isinstance(value, dt.date):
+            value = value.isoformat()
+        if isinstance(value, list):
+            value = value[:LIST_CAP]
+        if value is None or value == [] or value == "":
+            continue
+        meta[name] = value
+    return meta
+
+
+def meta_hash(row: Mapping[str, Any]) -> str:
+    """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write."""
+    meta = chunk_metadata({k: row.get(k) for k in HASHED_FIELDS})
+    payload = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()

@@ -1,0 +1,362 @@
+"""The main job as stages over files: ``zan run`` calls them in one process, an Airflow DAG calls one per
+task and passes the state file's path through XCom. Same library path either way.
+
+    begin → extract_shard × N → registry → enrich → index → validate → publish → report; finish (always)
+
+- ``begin`` takes the data directory's lease (one run at a time), plans the scope, decides which files
+  must be read (unchanged documents are reused) and splits them into shards.
+- ``extract_shard`` reads one shard's files into documents (pickled beside the state: an internal format).
+- ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages).
+- ``enrich`` joins the identifier fields onto the chunks (DuckDB), combines them with the documents that
+  stay as they are, and stages the version's tables (registry, chunks, enriched chunks, rejects).
+- ``index`` classifies every chunk against the index, applies the shrink gate, embeds only unseen text
+  and writes only what changed (marking the index dirty first).
+- ``validate`` checks the staged tables' contracts and reads back every chunk it wrote.
+- ``publish`` makes the version current with one atomic pointer swap, then deletes what went away.
+- ``report`` writes the run report; ``finish`` releases the lease, removes work files and, when a stage
+  failed, records the failure (the previous version stays published).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from enrich.storage import read_parquet, write_parquet_atomic
+from extractors.files import atomic_writer
+from runs import lease
+from runs.build import (
+    Prepared,
+    Rebuilt,
+    Scope,
+    carry_rejects,
+    enrich_version,
+    extract_files,
+    plan_scope,
+    prepare,
+    registry_of,
+)
+from runs.changes import DIRTY, load_diff, same_tables
+from runs.errors import RunError, ShrinkRefused
+from runs.failpoints import failpoint
+from runs.indexing import apply_changes as apply_changes
+from runs.indexing import index as index
+from runs.indexing import validate as validate
+from runs.lease import Busy as Busy
+from runs.report import build_report, write_report
+from runs.state import (
+    Progress,
+    Published,
+    RunInfo,
+    RunOptions,
+    RunStatus,
+    Stage,
+    new_run_id,
+    timed,
+    work_dir,
+)
+from runs.state import RunState as RunState
+from runs.versions import (
+    clear_staging,
+    next_version,
+    now_iso,
+    prune,
+    seal,
+    set_current,
+    staging_dir,
+    write_manifest,
+    write_text_atomic,
+)
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.published import Manifest, check_home, versions_dir
+from vectors.embed import embedder_id_of
+from vectors.index import LazyClient, delete_ids
+
+# --- begin ----------------------------------------------------------------------------------------------
+
+
+def begin(
+    home: Path,
+    sources: list[Path] | None = None,
+    options: RunOptions | None = None,
+    chroma_url: str | None = None,
+    embedder: str = "hash",
+    shards: int = 1,
+    embedder_id: str | None = None,
+    holder: str = "tasks",
+) -> Path:
+    """Take the lease, plan the run, split the files to read into ``shards``; returns the state file."""
+    home, options = check_home(home, writable=True), options or RunOptions()
+    run_id = new_run_id()
+    info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
+    info.embedder = embedder_id or embedder_id_of(embedder)
+    lease.take(home, run_id, holder)
+    try:
+        clear_staging(home)
+        _clear_work(home, keep=run_id)
+        previous = Published.load(home)
+        with timed(info, "plan"):
+            scope = plan_scope(list(sources or []), options.only, options.since, previous)
+            prepared = prepare(scope, previous, options.only)
+        info.scope = scope.kind
+        state = RunState(
+            run_id=run_id,
+            home=str(home),
+            options=options.as_json(),
+            chroma_url=chroma_url,
+            embedder_spec=embedder,
+            embedder_id=info.embedder,
+            previous=previous.version if previous else None,
+            scope=scope.as_json(),
+            keys=prepared.keys,
+            reused=sorted(prepared.reused),
+            shards=_split([str(f) for f in prepared.pending], shards),
+            started=now_iso(),
+            info=info.as_dict(),
+        )
+        return state.save()
+    except BaseException as exc:
+        _record_failure(home, info, exc)
+        lease.release(home, run_id)
+        shutil.rmtree(work_dir(home, run_id), ignore_errors=True)
+        raise
+
+
+def _split(files: list[str], shards: int) -> list[list[str]]:
+    """Round-robin by size, largest first, so shards take about the same time."""
+    shards = max(1, shards)
+    out: list[list[str]] = [[] for _ in range(shards)]
+    loads = [0] * shards
+    sizes = {f: _size(f) for f in files}
+    for path in sorted(files, key=lambda f: -sizes[f]):
+        n = loads.index(min(loads))
+        out[n].append(path)
+        loads[n] += sizes[path]
+    return [sorted(s) for s in out]
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+# --- extract --------------------------------------------------------------------------------------------
+
+
+def extract_shard(state_path: Path | str, index: int, progress: Progress | None = None) -> Path:
+    """Extract one shard's files; documents and rejects are pickled beside the state."""
+    state = RunState.load(state_path)
+    failpoint("extract")
+    files = [Path(f) for f in state.shards[index]]
+    documents, rejects = extract_files(files, state.run_id, progress)
+    out = state.work / f"shard-{index:04d}.pkl"
+    with atomic_writer(out) as handle:
+        pickle.dump((documents, rejects), handle, protocol=pickle.HIGHEST_PROTOCOL)
+    return out
+
+
+# --- registry and enrich --------------------------------------------------------------------------------
+
+
+def registry(state_path: Path | str) -> Path:
+    """Registry rows and chunks of the documents the shards extracted (staged for the enrich stage)."""
+    state = RunState.load(state_path)
+    info, home = state.run_info(), Path(state.home)
+    previous = Published.load(home, state.previous) if state.previous else None
+    with timed(info, "registry"):
+        documents: dict[str, Any] = {}
+        rejects: list[dict[str, Any]] = []
+        for n in range(len(state.shards)):
+            path = state.work / f"shard-{n:04d}.pkl"
+            if not path.exists():
+                raise RunError(f"shard {n} of run {state.run_id} was not extracted ({path} is missing)")
+            with open(path, "rb") as handle:
+                shard_documents, shard_rejects = pickle.load(handle)
+            documents.update(shard_documents)
+            rejects += shard_rejects
+        prepared = Prepared(state.keys, set(state.reused), [])
+        rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
+                              state.run_options.only)  # fmt: skip
+        write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
+        write_parquet_atomic(rebuilt.chunks, state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks")
+        write_text_atomic(state.work / "rejects.json", json.dumps(rebuilt.rejects, ensure_ascii=False))
+    state.reused = sorted(rebuilt.reused)
+    info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r["stage"] == "extract")
+    state.update(info, Stage.REGISTRY)
+    return state.path
+
+
+def enrich(state_path: Path | str) -> Path:
+    """Join identifier fields onto the rebuilt chunks, combine with what stays, stage the version's tables."""
+    state = RunState.load(state_path)
+    info, home = state.run_info(), Path(state.home)
+    previous = Published.load(home, state.previous) if state.previous else None
+    with timed(info, "enrich"):
+        rebuilt = Rebuilt(
+            registry=read_parquet(state.work / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+            chunks=read_parquet(state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
+            rejects=json.loads((state.work / "rejects.json").read_text("utf-8")),
+            reused=set(state.reused),
+            extracted=0,
+        )
+        scope = Scope.from_json(state.scope)
+        built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys)
+        rejects_table = carry_rejects(previous, built, scope)
+        state.same = previous is not None and same_tables(previous, built.registry, built.enriched, rejects_table)
+        state.rebuilt = sorted(built.rebuilt)
+        state.file_keys = _live_keys(built.file_keys, built.registry, rejects_table)
+        if not state.same:
+            staging = staging_dir(home, state.run_id)
+            write_parquet_atomic(built.registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
+            write_parquet_atomic(built.chunks, staging / "chunks.parquet", CHUNK_SCHEMA, "chunks")
+            write_parquet_atomic(built.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA,
+                                 "enriched_chunks")  # fmt: skip
+            write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
+    info.documents, info.chunks = built.registry.num_rows, built.enriched.num_rows
+    info.rejected = rejects_table.num_rows
+    state.update(info, Stage.ENRICHED)
+    return state.path
+
+
+# --- publish --------------------------------------------------------------------------------------------
+
+
+def publish(state_path: Path | str) -> RunInfo:
+    """Make the version current (one atomic pointer swap), then delete what went away and prune."""
+    state = RunState.load(state_path)
+    info, home, options = state.run_info(), Path(state.home), state.run_options
+    if info.status == RunStatus.DRY_RUN:
+        return info
+    failpoint("publish")
+    diff = load_diff(state)
+    writes = bool(diff.to_embed or diff.metadata_changed or diff.deleted)
+    with timed(info, "publish"):
+        if state.same and state.previous:
+            folder = versions_dir(home) / state.previous
+            # writes to the same tables are a repair (an interrupted run left the index behind), unless the
+            # user asked for them: a --force-reembed run publishes the same version with new vectors
+            info.version, info.status = state.previous, _same_tables_status(writes, options.force_reembed)
+            manifest = Manifest(**json.loads((folder / "manifest.json").read_text("utf-8")))
+            if manifest.file_keys != state.file_keys:  # same content read by new code: don't re-read it again
+                manifest.file_keys = state.file_keys
+                write_manifest(folder, manifest)
+        else:
+            registry, enriched, _ = state.tables()
+            manifest = Manifest(
+                version=next_version(home),
+                run_id=state.run_id,
+                created=now_iso(),
+                documents=registry.num_rows,
+                chunks=enriched.num_rows,
+                embedder=state.embedder_id,
+                sources=state.scope["roots"],
+                parent=state.previous,
+                file_keys=state.file_keys,
+            )
+            folder = seal(home, staging_dir(home, state.run_id), manifest)
+            set_current(home, manifest.version)
+            info.version, info.status = manifest.version, RunStatus.PUBLISHED
+        info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
+    state.update(info, Stage.PUBLISHED)
+    failpoint("delete")
+    with timed(info, "cleanup"):
+        if diff.deleted or (home / DIRTY).exists():
+            collection = LazyClient(home, state.chroma_url).collection()
+            delete_ids(collection, diff.deleted)  # after the publish: readers never miss a published chunk
+            info.indexed = collection.count()
+        else:
+            info.indexed = info.chunks
+        (home / DIRTY).unlink(missing_ok=True)
+        prune(home, options.keep_versions)
+    state.update(info, Stage.PUBLISHED)
+    return info
+
+
+# --- report and finish ----------------------------------------------------------------------------------
+
+
+def report(state_path: Path | str) -> Path | None:
+    """Write the run report (JSON + HTML) to ``HOME/runs/`` and the version folder. Dry runs write nothing."""
+    state = RunState.load(state_path)
+    info, home = state.run_info(), Path(state.home)
+    if info.status == RunStatus.DRY_RUN:
+        state.update(info, Stage.REPORTED)
+        return None
+    registry, enriched, rejects = _tables_after_publish(state, info)
+    previous = Published.load(home, state.previous) if state.previous else None
+    body = build_report(info, load_diff(state), enriched, registry, previous, rejects, state.started)
+    folder = versions_dir(home) / info.version if info.status == RunStatus.PUBLISHED and info.version else None
+    path = write_report(home, body, folder)
+    state.update(info, Stage.REPORTED)
+    return path
+
+
+def _tables_after_publish(state: RunState, info: RunInfo) -> tuple[pa.Table, pa.Table, pa.Table]:
+    folder = versions_dir(Path(state.home)) / (info.version or "")
+    return (
+        read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
+        read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
+        read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
+    )
+
+
+def finish(state_path: Path | str, error: BaseException | None = None) -> RunInfo:
+    """Always the last step: on failure (an error, or a run that stopped before its report) record it;
+    then remove work and staging files and release the lease. The previous version stays published."""
+    state = RunState.load(state_path)
+    info, home = state.run_info(), Path(state.home)
+    if error is not None or state.stage != Stage.REPORTED:
+        failure = error or RunError(f"run stopped after stage {state.stage!r}")
+        if info.status not in (
+            RunStatus.PUBLISHED,
+            RunStatus.UNCHANGED,
+            RunStatus.REPAIRED,
+        ):  # failed before the pointer moved
+            _record_failure(home, info, failure)
+    shutil.rmtree(staging_dir(home, state.run_id), ignore_errors=True)
+    shutil.rmtree(state.work, ignore_errors=True)
+    lease.release(home, state.run_id)
+    return info
+
+
+def _same_tables_status(writes: bool, force_reembed: bool) -> RunStatus:
+    if not writes:
+        return RunStatus.UNCHANGED
+    return RunStatus.PUBLISHED if force_reembed else RunStatus.REPAIRED
+
+
+def _record_failure(home: Path, info: RunInfo, error: BaseException) -> None:
+    """Write the failed run's report; best effort: a full disk must not hide the run's own error."""
+    info.status = RunStatus.REFUSED if isinstance(error, ShrinkRefused) else RunStatus.FAILED
+    info.error = f"{type(error).__name__}: {error}"
+    try:
+        write_report(home, {**info.as_dict(), "finished": now_iso()})
+    except OSError as exc:
+        print(f"zan: could not write the report of failed run {info.run_id}: {exc}", file=sys.stderr)
+
+
+# --- lease (runs.lease) --------------------------------------------------------------------------------
+
+
+def _clear_work(home: Path, keep: str) -> None:
+    folder = home / "work"
+    if folder.exists():
+        for leftover in folder.iterdir():
+            if leftover.name != keep:
+                shutil.rmtree(leftover, ignore_errors=True)
+
+
+def _live_keys(keys: dict[str, str], registry: pa.Table, rejects: pa.Table) -> dict[str, str]:
+    """File keys worth keeping: files the version's documents or rejects came from."""
+    live = {f for files in registry.column("source_files").to_pylist() for f in files or []}
+    live |= {f for f in rejects.column("source_file").to_pylist() if f}
+    return {f: k for f, k in keys.items() if f in live}
