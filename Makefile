@@ -26,7 +26,7 @@ test: setup  ## the test suite (the same command CI runs)
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy cli runs vectors lookup enrich extractors schemas
+	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas
 
 check: test lint
 

@@ -37,14 +37,16 @@ def home() -> Path:
 
 
 def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """Call the library; its terminal errors (bad input, refused shrink, failed validation) fail the task at
-    once with the reason in the log, while transient ones (a busy lease, Chroma or network I/O) are retried."""
-    from runs.build import RunError
-    from schemas.arrow import SchemaError
+    """Call the library. An error that says it is terminal (``ZanError.transient`` false: bad input, a refused
+    shrink, a failed validation) fails the task at once with the reason in the log; a transient one (a busy
+    lease, a full disk, an unreachable Chroma server) and anything unexpected are left to Airflow's retries."""
+    from schemas.errors import ZanError
 
     try:
         return call(*args, **kwargs)
-    except (RunError, SchemaError, ValueError, FileNotFoundError) as exc:
+    except ZanError as exc:
+        if exc.transient:
+            raise
         raise AirflowFailException(f"{type(exc).__name__}: {exc}") from exc
 
 
@@ -174,6 +176,9 @@ def finish(shard_refs: list[str]) -> dict[str, Any]:
 def wire(fetched: Any = None) -> None:
     """plan → extract (mapped over shards) → registry → enrich → index → validate → publish → report;
     the finish teardown last."""
-    planned = plan(fetched)
-    state = enrich(registry(extract.expand(shard_ref=planned)))
+    # TaskFlow calls take and return XComArgs at parse time, which the tasks' own signatures do not say
+    planned: Any = plan(fetched)
+    shards: Any = extract.expand(shard_ref=planned)
+    merged: Any = registry(shards)
+    state: Any = enrich(merged)
     chain(index(state), validate(state), publish(state), report(state), finish(planned).as_teardown(setups=planned))

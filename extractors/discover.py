@@ -15,6 +15,7 @@ from pathlib import Path
 
 from extractors.detect import SUFFIXES, extract
 from extractors.model import Document, ExtractError
+from schemas.errors import ZanError
 
 _SKIP_NAMES = {"readme.md", "sources.md", "license.md"}
 MAX_FILE_MB = 64.0
@@ -26,6 +27,10 @@ def max_file_bytes() -> int:
         return int(float(os.environ.get("ZAN_MAX_FILE_MB", MAX_FILE_MB)) * 1024 * 1024)
     except ValueError:
         return int(MAX_FILE_MB * 1024 * 1024)
+
+
+class SourceMissing(ZanError, FileNotFoundError):
+    """A source folder given to a run does not exist (terminal: nothing would be read)."""
 
 
 @dataclass(frozen=True)
@@ -51,7 +56,7 @@ def scan(sources: list[Path]) -> Scan:
     out = Scan()
     for source in sources:
         if not source.exists():
-            raise FileNotFoundError(f"source folder {source} does not exist")
+            raise SourceMissing(f"source folder {source} does not exist")
         if source.is_file():
             out.files.append(source)
             continue

@@ -94,28 +94,52 @@ class Scope:
 
 
 def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None, previous: Published | None) -> Scope:
-    """Which files to read, and which published documents they concern."""
+    """Which files to read, and which published documents they concern: ``--only`` documents, else the
+    files under the sources (since a date), widened to every file of a published document they touch."""
     recorded = [Path(s) for s in previous.manifest.sources] if previous else []
-    roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
     if only:
-        if previous is None:
-            raise RunError("--only needs a published version to take the documents' source files from")
-        doc_files = previous.doc_files()
-        unknown = sorted(set(only) - set(doc_files))
-        if unknown:
-            raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
-        files = sorted({Path(f) for d in only for f in doc_files[d] if Path(f).exists()})
-        return Scope("only", files, recorded, set(only))
-    scanned = scan(roots)
-    files, skipped = scanned.files, scanned.skipped
-    if not files:  # a source that yields nothing is an error, never "delete everything it had"
-        raise RunError(f"no source files under {', '.join(map(str, roots))}")
+        return _only_scope(only, previous, recorded)
+    roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
+    files, skipped = _scanned(roots)
     kind = "source" if sources and previous else "full"
     if since:
-        files = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since]
-        kind = "since"
+        files, kind = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since], "since"
     if previous is None or kind == "full":
         return Scope("full", files, roots, set(), skipped)
+    return _widened(kind, files, roots, recorded, skipped, previous)
+
+
+def _only_scope(only: tuple[str, ...], previous: Published | None, recorded: list[Path]) -> Scope:
+    """``--only``: the source files the published version recorded for those documents."""
+    if previous is None:
+        raise RunError("--only needs a published version to take the documents' source files from")
+    doc_files = previous.doc_files()
+    unknown = sorted(set(only) - set(doc_files))
+    if unknown:
+        raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
+    files = sorted({Path(f) for d in only for f in doc_files[d] if Path(f).exists()})
+    return Scope("only", files, recorded, set(only))
+
+
+def _scanned(roots: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files to read under ``roots`` and those skipped; a source that yields nothing is an error, never
+    "delete everything it had"."""
+    scanned = scan(roots)
+    if not scanned.files:
+        raise RunError(f"no source files under {', '.join(map(str, roots))}")
+    return scanned.files, scanned.skipped
+
+
+def _widened(
+    kind: str,
+    files: list[Path],
+    roots: list[Path],
+    recorded: list[Path],
+    skipped: list[tuple[str, str]],
+    previous: Published,
+) -> Scope:
+    """A scoped run: the published documents whose files are in scope (or were under a ``--source`` folder,
+    so a file gone from it deletes its document), with all of their files, so each is rebuilt whole."""
     wanted = {str(f) for f in files}
     under = tuple(f"{r}/" for r in roots) if kind == "source" else ()
     doc_files = previous.doc_files()
@@ -133,7 +157,6 @@ class Built:
     rebuilt: set[str]  # doc_ids extracted this run
     reused: set[str]  # doc_ids in scope taken over unchanged
     file_keys: dict[str, str] = field(default_factory=dict)
-    extracted_files: int = 0
 
 
 @dataclass
@@ -256,7 +279,7 @@ def enrich_version(
     chunks = _combine(previous.chunks if previous else None, carried, rebuilt.chunks, "chunk_id")
     enriched = _combine(previous.enriched if previous else None, carried, joined.enriched, "chunk_id")
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
-    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, rebuilt.extracted)
+    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys)
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:

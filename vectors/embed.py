@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
+
+from schemas.errors import ZanError
 
 _PRIME = np.uint64(1_000_003)
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -61,7 +64,7 @@ class SentenceTransformerEmbedder:
 
     def __init__(self, model_path: Path, batch_size: int = 32) -> None:
         if not Path(model_path).is_dir():
-            raise FileNotFoundError(f"model folder {model_path} does not exist (models are never downloaded)")
+            raise ModelMissing(f"model folder {model_path} does not exist (models are never downloaded)")
         from sentence_transformers import SentenceTransformer  # optional extra: zan[st]
 
         self._model = SentenceTransformer(str(model_path), local_files_only=True, device="cpu")
@@ -77,19 +80,46 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
+class EmbedderError(ZanError, ValueError):
+    """An embedder spec zan does not know, or a local model folder that is not there (terminal)."""
+
+
+class ModelMissing(ZanError, FileNotFoundError):
+    """The local model folder an ``st:`` spec names is not there (models are never downloaded)."""
+
+
+@dataclass(frozen=True)
+class EmbedderSpec:
+    """What ``--embedder`` / ``ZAN_EMBEDDER`` names: ``hash`` (the offline default) or ``st:/local/model``.
+    One parser for every place a spec is read; :attr:`id` is known without loading a model."""
+
+    kind: Literal["hash", "st"]
+    path: Path | None = None
+
+    @classmethod
+    def parse(cls, spec: str) -> EmbedderSpec:
+        if spec == "hash":
+            return cls("hash")
+        if spec.startswith("st:") and spec[3:].strip():
+            return cls("st", Path(spec[3:]))
+        raise EmbedderError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")
+
+    @property
+    def id(self) -> str:
+        return HashingEmbedder().id if self.path is None else f"st:{self.path.name}"
+
+    def make(self) -> Embedder:
+        return HashingEmbedder() if self.path is None else SentenceTransformerEmbedder(self.path)
+
+    def __str__(self) -> str:
+        return "hash" if self.path is None else f"st:{self.path}"
+
+
 def make_embedder(spec: str) -> Embedder:
     """``hash`` (default) or ``st:/local/model/path``."""
-    if spec == "hash":
-        return HashingEmbedder()
-    if spec.startswith("st:"):
-        return SentenceTransformerEmbedder(Path(spec[3:]))
-    raise ValueError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")
+    return EmbedderSpec.parse(spec).make()
 
 
 def embedder_id_of(spec: str) -> str:
     """The id ``make_embedder(spec)`` will have, without loading a model (for planning a run)."""
-    if spec == "hash":
-        return HashingEmbedder().id
-    if spec.startswith("st:"):
-        return f"st:{Path(spec[3:]).name}"
-    raise ValueError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")
+    return EmbedderSpec.parse(spec).id
