@@ -6,7 +6,7 @@ UV := $(shell command -v uv 2>/dev/null || echo .tools/bin/uv)
 HOME_DIR ?= data
 export UV_PYTHON_DOWNLOADS := never
 
-.PHONY: run test lint check setup sample clean
+.PHONY: run test test-fast lint check setup sample clean bench-cli
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -22,6 +22,12 @@ run: setup  ## extract, build the registry, enrich and index the bundled corpus 
 
 test: setup  ## the test suite (the same command CI runs)
 	$(UV) run pytest -q
+
+test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection
+	$(UV) run pytest -q -m "not airflow and not server and not slow"
+
+bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), with the import breakdown
+	$(UV) run python benchmarks/bench_cli.py
 
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .

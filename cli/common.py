@@ -51,7 +51,7 @@ def err() -> Console:
     """The console for messages (stderr); stdout carries only results."""
     from rich.console import Console
 
-    return Console(stderr=True)
+    return Console(stderr=True, soft_wrap=True)  # an error is one line, however long
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import socket
 import subprocess
@@ -55,6 +56,26 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     sources = [CORPUS / "adilet", CORPUS / "kzlaws", CORPUS / "zan", SAMPLE]
     info = run(sources, home)
     return info, home
+
+
+@dataclasses.dataclass(frozen=True)
+class Done:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def zan(*args: str) -> Done:
+    """Run a ``zan`` command in this process (typer's runner), shaped like a finished subprocess. Tests use
+    it wherever the process itself is not what they test: the CLI's startup is tested in test_house.py."""
+    from typer.testing import CliRunner
+
+    from cli import app
+
+    result = CliRunner().invoke(app, list(args))
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return Done(result.exit_code, result.stdout, result.stderr)
 
 
 def free_port() -> int:

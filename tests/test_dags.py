@@ -20,6 +20,8 @@ from schemas.published import current_version, published_file
 from tests.conftest import ROOT, SAMPLE, chroma_server
 from vectors.index import COLLECTION, open_client
 
+pytestmark = pytest.mark.airflow  # every test here runs Airflow (left out of make test-fast)
+
 DAGS = ROOT / "dags"
 STAGES = ["plan", "extract", "registry", "enrich", "index", "validate", "publish", "report", "finish"]
 

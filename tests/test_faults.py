@@ -90,6 +90,7 @@ def test_injected_disk_full_keeps_the_published_version_and_the_next_run_converg
     assert _index_ids(home) == _published(home)
 
 
+@pytest.mark.slow
 def test_a_real_full_disk_while_indexing_then_space_freed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src = tmp_path / "src"
     shutil.copytree(SAMPLE, src)
@@ -142,6 +143,8 @@ def test_a_damaged_chroma_folder_is_answered_around_and_rebuilt_without_embeddin
     _lookups_answer(home)
 
 
+@pytest.mark.server
+@pytest.mark.slow
 def test_a_chroma_server_killed_mid_write_then_restarted(tmp_path: Path) -> None:
     src, home, data = tmp_path / "src", tmp_path / "home", tmp_path / "server-data"
     shutil.copytree(SAMPLE, src)
@@ -168,6 +171,7 @@ def test_a_chroma_server_killed_mid_write_then_restarted(tmp_path: Path) -> None
         assert again.status == "published" and _index_ids(home, url) == _published(home)
 
 
+@pytest.mark.slow
 def test_a_read_only_home_serves_lookups_sql_and_audit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from enrich.audit import audit_home
 

@@ -4,8 +4,6 @@ job on the bundled corpus, and on the real Labour Code from ../shared/corpus."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +13,7 @@ from enrich.query import connect
 from lookup.grammar import parse
 from lookup.registry_index import RegistryIndex, RegistryMissing
 from lookup.route import Lookup
-from tests.conftest import CORPUS, ROOT, corpus_file
+from tests.conftest import CORPUS, ROOT, corpus_file, zan
 from vectors.embed import HashingEmbedder
 
 T211, MCHS211, ME211 = "v2400035612", "v2100022334", "v1500010907"
@@ -155,12 +153,8 @@ def test_lookup_refuses_an_index_built_by_another_embedder(sample_run) -> None: 
         Lookup.open(sample_run[1], embedder=HashingEmbedder(dim=256))
 
 
-def _zan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
-
-
 def test_cli_lookup_json_contract(sample_run) -> None:  # type: ignore[no-untyped-def]
-    done = _zan("lookup", "--json", "--k-per-doc", "1", "Что требует приказ 211?", "--home", str(sample_run[1]))
+    done = zan("lookup", "--json", "--k-per-doc", "1", "Что требует приказ 211?", "--home", str(sample_run[1]))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert {"query", "status", "identifiers", "matches", "chunks", "hint"} <= set(out)
@@ -169,12 +163,12 @@ def test_cli_lookup_json_contract(sample_run) -> None:  # type: ignore[no-untype
     assert {"identifier", "doc_ids"} <= set(out["matches"][0]) and len(out["matches"][0]["doc_ids"]) == 3
     assert len(out["chunks"]) == 3
     assert {"chunk_id", "doc_id", "code_articles", "article_labels", "text", "score"} <= set(out["chunks"][0])
-    missing = _zan("lookup", "x", "--home", str(sample_run[1] / "nowhere"))
+    missing = zan("lookup", "x", "--home", str(sample_run[1] / "nowhere"))
     assert missing.returncode == 1 and "registry.parquet" in missing.stderr
 
 
 def test_cli_eval_on_the_golden_set(sample_run) -> None:  # type: ignore[no-untyped-def]
-    done = _zan("eval", str(ROOT / "data" / "golden" / "golden.jsonl"), "--home", str(sample_run[1]), "--json")
+    done = zan("eval", str(ROOT / "data" / "golden" / "golden.jsonl"), "--home", str(sample_run[1]), "--json")
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["rows"] >= 80
@@ -195,7 +189,7 @@ def test_cli_eval_on_the_golden_set(sample_run) -> None:  # type: ignore[no-unty
     }
     # an article binds only to the document the question names: no wrong document, every refusal kept
     assert report["wrong_document"] == 0 and report["lookup"]["F_binding"]["refused"] == 1.0
-    table = _zan("eval", str(ROOT / "data" / "golden" / "golden.jsonl"), "--home", str(sample_run[1]))
+    table = zan("eval", str(ROOT / "data" / "golden" / "golden.jsonl"), "--home", str(sample_run[1]))
     assert "A_direct_number" in table.stdout and "vector h@1" in table.stdout
 
 
@@ -213,7 +207,7 @@ def real_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     "query", ["ст. 182 ТК РК", "Еңбек кодексінің 182-бабы", "182-бап ҚР ЕК", "Article 182 of the Labour Code"]
 )
 def test_real_labour_code_article_182_only(real_home: Path, query: str) -> None:
-    done = _zan("lookup", "--json", query, "--home", str(real_home))
+    done = zan("lookup", "--json", query, "--home", str(real_home))
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["status"] == "exact" and out["chunks"]

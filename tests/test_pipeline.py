@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -15,7 +13,7 @@ from enrich.query import connect
 from runs.pipeline import RunError, RunOptions, run
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
 from schemas.published import published_dir, published_file
-from tests.conftest import CORPUS, ROOT, SAMPLE, chroma_server, corpus_file
+from tests.conftest import CORPUS, SAMPLE, chroma_server, corpus_file, zan
 from vectors.embed import HashingEmbedder
 from vectors.index import COLLECTION, open_client
 
@@ -115,15 +113,11 @@ def test_rerun_with_fewer_documents_removes_their_vectors(tmp_path: Path) -> Non
     assert {m["doc_id"] for m in collection.get(include=["metadatas"])["metadatas"]} == {"api-rp-75"}
 
 
-def _zan(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "cli", *args], capture_output=True, text=True, cwd=ROOT, timeout=600)
-
-
 def test_real_corpus_via_cli_meets_the_main_job_contract(tmp_path: Path) -> None:
     corpus_file("adilet/rus/K1500000414.html")
     home = tmp_path / "x"
     sources = [CORPUS / "adilet", CORPUS / "kzlaws", CORPUS / "zan"]
-    done = _zan("run", *(a for s in sources for a in ("--source", str(s))), "--home", str(home), "--json")
+    done = zan("run", *(a for s in sources for a in ("--source", str(s))), "--home", str(home), "--json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     # every real act is accepted: no rejects, and every file is a source of some registry row
@@ -155,7 +149,7 @@ def test_real_corpus_via_cli_meets_the_main_job_contract(tmp_path: Path) -> None
 
 def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-untyped-def]
     _, home = sample_run
-    done = _zan(
+    done = zan(
         "sql",
         "SELECT doc_id, date_approved FROM registry WHERE doc_id = 'z1400000188'",
         "--home",
@@ -164,7 +158,7 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
         "json",
     )
     assert json.loads(done.stdout) == [{"doc_id": "z1400000188", "date_approved": "2014-04-11"}]
-    done = _zan(
+    done = zan(
         "sql",
         "SELECT chunk_id, code_articles FROM chunks WHERE list_contains(code_articles, 162) ORDER BY 1",
         "--home",
@@ -177,9 +171,9 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
         "k1500000414:art162:0,[162]",
         "k1500000414:kaz/art162:0,[162]",
     ]
-    bad = _zan("sql", "SELECT * FROM nowhere", "--home", str(home))
+    bad = zan("sql", "SELECT * FROM nowhere", "--home", str(home))
     assert bad.returncode == 1 and "nowhere" in bad.stderr
-    empty = _zan("sql", "SELECT 1", "--home", str(home / "missing"))
+    empty = zan("sql", "SELECT 1", "--home", str(home / "missing"))
     assert empty.returncode == 1 and "nothing published" in empty.stderr
 
 
@@ -188,10 +182,11 @@ def test_sql_command_formats_and_errors(sample_run) -> None:  # type: ignore[no-
     [[], ["run"], ["sql"], ["lookup"], ["eval"], ["versions"], ["rollback"], ["enrich-collection"], ["fetch"]],
 )
 def test_every_command_has_help_with_an_example(command: list[str]) -> None:
-    done = _zan(*command, "--help")
+    done = zan(*command, "--help")
     assert done.returncode == 0 and "Example" in done.stdout
 
 
+@pytest.mark.server
 def test_run_against_a_real_chroma_server(tmp_path: Path) -> None:
     with chroma_server(tmp_path / "server") as url:
         info = run([SAMPLE / "standards"], tmp_path / "home", chroma_url=url)

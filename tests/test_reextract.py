@@ -20,7 +20,7 @@ from enrich.query import connect
 from lookup.route import Lookup
 from runs.pipeline import RunOptions, ShrinkRefused, rollback, run
 from schemas.published import current_version, list_versions, published_file
-from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
+from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file, zan
 from vectors.index import COLLECTION, open_client
 
 K_RUS = Path("adilet/rus/K1500000414.html")
@@ -221,8 +221,7 @@ def test_versions_and_rollback(edited: tuple[Path, Path]) -> None:
     back = rollback(home)
     assert (back.version, back.embedded, back.status) == ("v000001", 0, "rolled_back")
     assert current_version(home) == "v000001" and _published(home) == v1 and _index(home) == v1
-    done = subprocess.run([sys.executable, "-m", "cli", "versions", "--home", str(home), "--json"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    done = zan("versions", "--home", str(home), "--json")
     listed = json.loads(done.stdout)
     assert [(v["version"], v["current"]) for v in listed] == [("v000001", True), ("v000002", False)]
 
@@ -263,8 +262,7 @@ def test_run_report_json_html_and_runs_view(edited: tuple[Path, Path]) -> None:
 
 def test_cli_run_json_has_the_change_fields(edited: tuple[Path, Path]) -> None:
     src, home = edited
-    done = subprocess.run([sys.executable, "-m", "cli", "run", "--home", str(home), "--json", "--dry-run"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    done = zan("run", "--home", str(home), "--json", "--dry-run")
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     fields = ("added", "text_changed", "metadata_changed", "unchanged", "deleted", "rejected", "embedded",
@@ -312,6 +310,7 @@ def _real_status_edit(record: dict) -> dict:  # type: ignore[type-arg]
 # --- fault injection --------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["extract", "index", "publish", "delete"])
 def test_kill_9_at_any_point_keeps_a_readable_version_and_the_rerun_converges(tmp_path: Path, point: str) -> None:
     src, home = _copy(tmp_path), tmp_path / "home"
@@ -374,11 +373,7 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
     )
 
     def adopt(*extra: str) -> dict:  # type: ignore[type-arg]
-        done = subprocess.run(
-            [sys.executable, "-m", "cli", "enrich-collection", "--collection", "lumi_docs", "--home", str(home),
-             "--json", *extra],
-            capture_output=True, text=True, cwd=ROOT, timeout=300,
-        )  # fmt: skip
+        done = zan("enrich-collection", "--collection", "lumi_docs", "--home", str(home), "--json", *extra)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -401,8 +396,7 @@ def test_enrich_collection_adopts_a_collection_built_by_plain_chromadb(edited: t
     assert np.allclose(np.asarray(got["embeddings"]), vectors)  # vectors untouched
     again = adopt()
     assert (again["updated"], again["unchanged"]) == (0, 3)
-    missing = subprocess.run([sys.executable, "-m", "cli", "enrich-collection", "--collection", "nope",
-                              "--home", str(home)], capture_output=True, text=True, cwd=ROOT, timeout=300)  # fmt: skip
+    missing = zan("enrich-collection", "--collection", "nope", "--home", str(home))
     assert missing.returncode == 1 and "nope" in missing.stderr
 
 

@@ -1,0 +1,154 @@
+"""The house rules a newcomer relies on: packages that import only downwards and never in a cycle, modules a
+person can read, a CLI that starts without the heavy libraries, and run statuses that say what happened."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from cli import app
+from runs.pipeline import RunOptions, run
+from runs.state import RunStatus
+from tests.conftest import ROOT, SAMPLE, free_port
+
+PACKAGES = ("cli", "dags", "lookup", "runs", "vectors", "enrich", "extractors", "schemas")
+# Floors from top to ground (STYLE.md): a package imports only packages below it.
+FLOORS = {"cli": 7, "dags": 7, "lookup": 5, "runs": 5, "vectors": 4, "enrich": 3, "extractors": 2, "schemas": 1}
+HEAVY = ("chromadb", "duckdb", "pyarrow", "numpy", "pypdf", "lxml", "httpx")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports() -> dict[str, set[str]]:
+    """module → the project modules it imports anywhere in its file (top level, in functions, for typing)."""
+    known = {_module(p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    graph: dict[str, set[str]] = defaultdict(set)
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            mod = _module(path)
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                    names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+                graph[mod] |= {n for n in names if n in known and n != mod}
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_files_or_packages() -> None:
+    graph = _imports()
+    packages: dict[str, set[str]] = defaultdict(set)
+    for mod, deps in graph.items():
+        packages[mod.split(".")[0]] |= {d.split(".")[0] for d in deps} - {mod.split(".")[0]}
+    assert _cycles(graph) == [] and _cycles(packages) == []
+
+
+def test_each_package_imports_only_the_floors_below_it() -> None:
+    upward = [
+        (mod, dep)
+        for mod, deps in _imports().items()
+        for dep in deps
+        if FLOORS[dep.split(".")[0]] >= FLOORS[mod.split(".")[0]] and dep.split(".")[0] != mod.split(".")[0]
+    ]
+    assert upward == []
+
+
+def test_the_library_never_imports_airflow_or_the_cli() -> None:
+    offenders = []
+    for pkg in ("lookup", "runs", "vectors", "enrich", "extractors", "schemas"):
+        for path in (ROOT / pkg).rglob("*.py"):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                if isinstance(node, ast.ImportFrom) and node.module:
+                    names = [node.module]
+                offenders += [(str(path), n) for n in names if n.split(".")[0] in ("airflow", "cli", "dags", "typer")]
+    assert offenders == []
+
+
+def test_no_module_is_over_500_lines() -> None:
+    files = [p for pkg in (*PACKAGES, "tests", "benchmarks", "scripts") for p in (ROOT / pkg).rglob("*.py")]
+    long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text("utf-8").splitlines())) > 500}
+    assert long == {}
+
+
+def test_zan_help_imports_no_heavy_library() -> None:
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", "--help"], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "zan" in done.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert imported.isdisjoint(HEAVY), sorted(imported & set(HEAVY))
+    assert not imported & {"runs", "vectors", "lookup", "enrich", "extractors"}
+
+
+def test_every_command_group_has_help_with_an_example() -> None:
+    runner = CliRunner()
+    commands = ["run", "versions", "rollback", "enrich-collection", "fetch", "sql", "lookup", "eval", "audit"]
+    for name in commands:
+        done = runner.invoke(app, [name, "--help"])
+        assert done.exit_code == 0 and "Example:" in done.output, name
+
+
+def test_statuses_say_what_happened(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    runner = CliRunner()
+    first = runner.invoke(app, ["run", "--home", str(home), "--source", str(SAMPLE)])
+    assert first.exit_code == 0 and "published v000001:" in first.output
+    again = runner.invoke(app, ["run", "--home", str(home)])
+    assert again.exit_code == 0 and "unchanged, v000001 stays published:" in again.output
+    assert "published v000002" not in again.output
+    forced = run(None, home, options=RunOptions(only=("nfpa-652",), force_reembed=True))
+    assert (forced.status, forced.version, forced.embedded > 0) == (RunStatus.PUBLISHED, "v000001", True)
+    status = runner.invoke(app, ["sql", "SELECT status FROM runs ORDER BY run_id", "--home", str(home), "--format",
+                                 "csv"])  # fmt: skip
+    assert status.output.split()[1:] == ["published", "unchanged", "published"]
+
+
+@pytest.mark.parametrize("command", [["enrich-collection", "--collection", "lumi_docs"], ["lookup", "приказ 211"]])
+def test_an_unreachable_chroma_server_is_one_line(sample_run, command: list[str]) -> None:  # type: ignore[no-untyped-def]
+    url = f"http://127.0.0.1:{free_port()}"
+    done = subprocess.run([sys.executable, "-m", "cli", *command, "--home", str(sample_run[1]), "--chroma-url", url],
+                          capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "cannot be reached" in done.stderr and len(done.stderr.strip().splitlines()) <= 3, done.stderr
