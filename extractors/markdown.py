@@ -24,6 +24,7 @@ from extractors.model import Document, ExtractError, Requisites
 from extractors.reference import code_by_title
 from extractors.structure import Line, build, count_heading_like, is_editorial_note
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
+from schemas.kinds import DocType
 from schemas.statuses import says_repealed
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
@@ -79,7 +80,7 @@ def _requisites(title: str, body: list[str], language: str, source_file: str) ->
     return requisites
 
 
-def _doc_type(title: str, head: str) -> str | None:
+def _doc_type(title: str, head: str) -> DocType | None:
     lowered = title.casefold()
     if "кодекс" in lowered:
         return "code"

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.errors import ZanError
+from schemas.kinds import DocType
 
 
 @dataclass
@@ -15,7 +16,7 @@ class Requisites:
     """Identifier fields of one document, as far as its source states them."""
 
     doc_title: str | None = None
-    doc_type: str | None = None  # code, law, constitution, order, resolution, decree, decision, ruling, standard
+    doc_type: DocType | None = None
     adilet_id: str | None = None
     portal_id: str | None = None
     issuer: str | None = None  # short form, e.g. МТСЗН

@@ -12,6 +12,7 @@ from typing import Any
 
 from extractors.model import Requisites
 from schemas.identifiers import canonical_adilet_id, normalize_space
+from schemas.kinds import DocType, as_doc_type
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class LocalIssuer:
 @dataclass(frozen=True)
 class CodeRef:
     adilet_id: str
-    doc_type: str
+    doc_type: DocType | None
     law_zrk: str | None
     date_approved: dt.date
     titles: dict[str, str]
@@ -138,7 +139,7 @@ def codes() -> tuple[CodeRef, ...]:
     return tuple(
         CodeRef(
             adilet_id=canonical_adilet_id(r["adilet_id"]),
-            doc_type=r["doc_type"],
+            doc_type=as_doc_type(r["doc_type"]),
             law_zrk=r["law_zrk"],
             date_approved=dt.date.fromisoformat(r["date_approved"]),
             titles={"ru": r["title_ru"], "kz": r["title_kz"], "en": r["title_en"]},

@@ -18,6 +18,7 @@ import re
 from extractors.model import Requisites
 from extractors.reference import find_issuer, find_local_issuer
 from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
+from schemas.kinds import DocType
 
 RU_MONTHS = {
     "января": 1,
@@ -67,7 +68,7 @@ _LAPSE = re.compile(r"[.;]?\s*(?:Утратил\w*\s+силу|Күші\s+жой�
 
 # Leading words (Russian) or closing words (Kazakh) name the act's type. Russian rows are tried longest
 # first (sorted below), so «Нормативное постановление» wins over «Постановление».
-_TYPES_RU = [
+_TYPES_RU: list[tuple[str, DocType]] = [
     ("Нормативное постановление", "ruling"),
     ("Конституционный закон", "law"),
     ("Постановление", "resolution"),
@@ -81,7 +82,7 @@ _TYPES_RU = [
     ("Распоряжение", "instruction"),
 ]
 _TYPES_RU.sort(key=lambda row: -len(row[0]))
-_TYPES_KZ = [
+_TYPES_KZ: list[tuple[str, DocType]] = [
     ("нормативтік қаулысы", "ruling"),
     ("бұйрығы", "order"),
     ("бірлескен бұйрығы", "order"),
@@ -93,7 +94,14 @@ _TYPES_KZ = [
     ("Жарлығы", "decree"),
     ("Конституциясы", "constitution"),
 ]
-_TYPE_BY_ADILET_PREFIX = {"K": "code", "Z": "law", "V": "order", "P": "resolution", "U": "decree", "S": "ruling"}
+_TYPE_BY_ADILET_PREFIX: dict[str, DocType] = {
+    "K": "code",
+    "Z": "law",
+    "V": "order",
+    "P": "resolution",
+    "U": "decree",
+    "S": "ruling",
+}
 
 
 def parse_date(text: str) -> dt.date | None:
@@ -123,7 +131,7 @@ def _safe_date(year: int, month: int, day: int) -> dt.date | None:
         return None
 
 
-def doc_type_of(text: str, adilet_id: str | None = None) -> str | None:
+def doc_type_of(text: str, adilet_id: str | None = None) -> DocType | None:
     """The act type named by a requisites line, else by the adilet id's prefix letter."""
     head = text.strip().lower()
     for word, kind in _TYPES_RU:

@@ -22,10 +22,11 @@ from extractors.model import Document, ExtractError
 from extractors.requisites import parse_requisites
 from extractors.structure import Line, build, count_heading_like, is_editorial_note
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
+from schemas.kinds import DocType
 from schemas.statuses import says_repealed, status_of
 
 _LANGUAGE = {"ru": "rus", "rus": "rus", "kz": "kaz", "kk": "kaz", "kaz": "kaz", "en": "eng", "eng": "eng"}
-_ACT_TYPES = {
+_ACT_TYPES: dict[str, DocType] = {
     "ПРИК": "order",
     "ПОСТ": "resolution",
     "ЗАК": "law",

@@ -33,6 +33,7 @@ from schemas.identifiers import (
     normalize_space,
     order_key,
 )
+from schemas.kinds import DocType
 
 # ---------------------------------------------------------------------------------------------------------
 # Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
@@ -72,14 +73,16 @@ TYPE_KZ = r"(?P<type>\b(?:бұйры[қғ]|қаулы|[Жж]арлы[қғ]|ше�
 REGISTERED_RU = r"\b[Зз]арегистрирован\w*\s+(?:в\s+)?(?:Министерстве\s+юстиции|Минюсте|МЮ)[^№]{0,80}?"
 
 # type word (its stem) → the doc_type it names; «постановление» covers a court's normative ruling too
-_TYPE_WORDS = {"нормативн": "ruling", "приказ": "order", "order": "order", "бұйры": "order"}
+_TYPE_WORDS: dict[str, DocType] = {"нормативн": "ruling", "приказ": "order", "order": "order", "бұйры": "order"}
 _TYPE_WORDS |= {"постановлени": "resolution", "resolution": "resolution", "қаулы": "resolution"}
 _TYPE_WORDS |= {"указ": "decree", "decree": "decree", "жарлы": "decree", "решени": "decision", "шешім": "decision"}
 _TYPE_WORDS |= {"decision": "decision", "распоряжени": "instruction", "өкім": "instruction", "закон": "law"}
-_TYPE_NAMES = {"order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
-               "ruling": "Нормативное постановление", "instruction": "Распоряжение", "law": "Закон"}  # fmt: skip
+_TYPE_NAMES: dict[str, str] = {
+    "order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
+    "ruling": "Нормативное постановление", "instruction": "Распоряжение", "law": "Закон",
+}  # fmt: skip
 # doc types a query's type word admits (a user writes «постановление» for a court's normative ruling)
-TYPE_ADMITS = {"resolution": ("resolution", "ruling"), "ruling": ("ruling",)}
+TYPE_ADMITS: dict[DocType, tuple[DocType, ...]] = {"resolution": ("resolution", "ruling"), "ruling": ("ruling",)}
 
 
 _ISSUER_HEAD = r"(?:Қазақстан\s+Республикасы\w*\s+)?"
@@ -230,7 +233,7 @@ def find_issuer_short(text: str) -> str | None:
     return None
 
 
-def _type_of(word: str | None) -> str | None:
+def _type_of(word: str | None) -> DocType | None:
     if not word:
         return None
     lowered = word.lower()

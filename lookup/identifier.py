@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from schemas.designations import Designation
+from schemas.kinds import DocType
 
 IdentifierKind = Literal[
     "adilet_id",  # V2300031934
@@ -36,7 +37,7 @@ class Identifier:
     article: str | None = None  # "156", "5-1"
     paragraph: str | None = None  # "2" (п. 2 ст. 156), "(c)(2)" (29 CFR 1910.146(c)(2))
     issuer: str | None = None  # short form (МТСЗН)
-    doc_type: str | None = None  # order, resolution, decree: named by the type word
+    doc_type: DocType | None = None  # order, resolution, decree: named by the type word
     number: str | None = None  # order key (ҚРДСМ-26), law number (414-V), registration number
     date: dt.date | None = None
     year: int | None = None

@@ -152,3 +152,13 @@ def test_an_unreachable_chroma_server_is_one_line(sample_run, command: list[str]
                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "cannot be reached" in done.stderr and len(done.stderr.strip().splitlines()) <= 3, done.stderr
+
+
+def test_document_types_are_checked_where_they_enter() -> None:
+    from extractors.reference import codes
+    from schemas.kinds import DOC_TYPES, as_doc_type
+
+    assert as_doc_type("order") == "order" and as_doc_type(None) is None
+    with pytest.raises(ValueError, match="unknown document type 'ordr'"):
+        as_doc_type("ordr")
+    assert {c.doc_type for c in codes()} <= set(DOC_TYPES)
