@@ -80,6 +80,11 @@ class _Collector:
         visible = [p for p in pieces if not p.text.isspace()]
         if not visible:
             return
+        # A note runs to the end of its line: the links inside it («от 04.05.2020 <a>№ 321-VІ</a> (вводится…)»)
+        # are the note's, never normative text of the article above.
+        first = next((i for i, p in enumerate(pieces) if p.note and not p.text.isspace()), len(pieces))
+        pieces[first:] = [_Piece(p.text, p.bold, True) for p in pieces[first:]]
+        visible = [p for p in pieces if not p.text.isspace()]
         normative = [p for p in visible if not p.note]
         text = (
             "".join(p.text for p in pieces if not p.note)

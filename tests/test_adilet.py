@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import Counter
 
 import pytest
@@ -44,6 +45,16 @@ def test_editorial_notes_are_kept_apart_from_normative_text() -> None:
     notes = [n for u in doc.units for n in u.notes]
     assert not [p for p in paragraphs if p.startswith(("Сноска", "Примечание ИЗПИ"))]
     assert sum(n.startswith("Сноска") for n in notes) > 100
+
+
+def test_a_link_inside_a_note_belongs_to_the_note() -> None:
+    """«Сноска. Статья 15 … от 04.05.2020 </span><a …>№ 321-VІ</a><span class="note"> (вводится …)»: the
+    amending law's number is the note's, never a line of article 15's normative text."""
+    doc = _parse("adilet/rus/K1500000414.html")
+    art15 = next(u for u in doc.units if u.label == "15")
+    note = next(n for n in art15.notes if n.startswith("Сноска. Статья 15"))
+    assert "от 04.05.2020 № 321-VІ (вводится" in note and "от 21.12.2023 № 49-VIII (вводится" in note
+    assert not [p for u in doc.units for p in u.paragraphs if re.fullmatch(r"(?:№ \d+-[IVXІ]+)+", p.strip())]
 
 
 def test_trailing_extension_markup_is_never_text() -> None:
