@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
+from enrich.lineage import chunk_lineage
 from extractors.model import Document, Unit
 from schemas.identifiers import article_number, slug
 
@@ -115,6 +116,7 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
         points: list[str | None] = list(unit.points)
         if len(points) != len(unit.paragraphs):  # a unit built without points (old pickles, hand-made units)
             points = [None] * len(unit.paragraphs)
+        lineage = chunk_lineage(unit.notes)
         for seq, piece in enumerate(split_points(unit.paragraphs, points, max_chars) if unit.paragraphs else [[]]):
             text = _chunk_text(unit.heading, [t for t, _ in piece])
             if not text.strip():
@@ -136,6 +138,7 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
                     "point_labels": list(dict.fromkeys(p for _, p in piece if p))[:LIST_CAP],
                     "text": text,
                     "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
+                    **lineage,
                     "text_hash": text_hash(text),
                     "source_file": document.source_file,
                 }

@@ -38,6 +38,10 @@ METADATA_FIELDS = (
     "annex",
     "annex_articles",
     "point_labels",
+    "last_amended",
+    "amended_by",
+    "repealed_by",
+    "repealed_on",
     "text_hash",
     "meta_hash",
 )

@@ -28,6 +28,7 @@ VIEWS = {
     "chunks": "enriched_chunks.parquet",
     "raw_chunks": "chunks.parquet",
     "rejects": "rejects.parquet",
+    "lineage": "lineage.parquet",
 }
 
 

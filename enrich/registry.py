@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from enrich.chunking import LIST_CAP
+from enrich.lineage import repeal_of
 from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
 from schemas.errors import ZanError
@@ -186,6 +187,8 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         "aliases": _aliases(r),
         "annexes": list(dict.fromkeys(t for d in entry.documents for t in d.annex_titles if t))[:LIST_CAP],
         "source_files": sorted({d.source_file for d in (*entry.documents, *entry.also)}),
+        **repeal_of(n for d in entry.documents for u in d.units for n in u.notes),
+        "replaced_by": None,  # known once the whole registry is (enrich.lineage.with_replacements)
         "extraction": [extraction(d) for d in sorted((*entry.documents, *entry.also), key=lambda d: d.source_file)],
     }
 

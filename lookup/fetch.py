@@ -27,9 +27,11 @@ class Chunk:
     score: float
     point_labels: tuple[str, ...] = ()
     annex: int | None = None
+    replaces: str | None = None  # the repealed document this chunk's (current) act replaced
 
     def as_dict(self) -> dict[str, Any]:
-        return {
+        extra = {"replaces": self.replaces} if self.replaces else {}
+        return extra | {
             "chunk_id": self.chunk_id,
             "doc_id": self.doc_id,
             "code_articles": self.code_articles,

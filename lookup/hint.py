@@ -7,6 +7,7 @@ Format (the seed's): «✓ 'ст. 182 ТК РК' → Трудовой кодек
 
 from __future__ import annotations
 
+from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import DocInfo, Match
 
 ASK = "Спроси пользователя, какой нужен."
@@ -17,24 +18,68 @@ _STATUS_WORDS = {"in_force": "", "updated": "", "unknown": "", "repealed": "УТ
 NO_IDENTIFIER = "В вопросе нет номеров документов: источники найдены смысловым поиском, проверь их по тексту."
 
 
-def describe(doc: DocInfo, articles: tuple[str, ...] = (), points: tuple[str, ...] = ()) -> str:
-    """«Приказ МТСЗН № 211 от 25.12.2024 «Об утверждении…» (V2400035612)», with articles when named."""
+def describe(
+    doc: DocInfo, articles: tuple[str, ...] = (), points: tuple[str, ...] = (), lineage: LineageIndex | None = None
+) -> str:
+    """«Приказ МТСЗН № 211 от 25.12.2024 «Об утверждении…» (V2400035612)», with articles when named (and the
+    edition each is in, when the notes say), and what became of a document that lost force."""
     parts = [doc.doc_title]
     if doc.doc_type in ("order", "resolution", "decree") and doc.order_number:
         issued = f"№ {doc.order_number}" + (f" от {doc.date_approved:%d.%m.%Y}" if doc.date_approved else "")
         parts.append(f"{doc.issuer} {issued}" if doc.issuer else issued)
     if articles:
-        parts.append(", ".join(f"ст. {a}" for a in articles))
+        parts.append(", ".join(_article(doc, a, lineage) for a in articles))
     if points:
         parts.append(", ".join(f"п. {p}" for p in points))
-    status = _STATUS_WORDS.get(doc.status, f"статус: {doc.status}")
+    status = repeal_words(doc) if doc.status == "repealed" else _STATUS_WORDS.get(doc.status, f"статус: {doc.status}")
     return f"{', '.join(parts)} ({doc.ref}{'; ' + status if status else ''})"
 
 
-def hint_line(match: Match, docs: dict[str, DocInfo]) -> str:
+def repeal_words(doc: DocInfo) -> str:
+    """«УТРАТИЛ СИЛУ с 01.01.2015 (Кодекс РК от 04.07.2014 № 231-V), не цитируй как действующий»."""
+    since = f" с {doc.repealed_on:%d.%m.%Y}" if doc.repealed_on else ""
+    by = f" ({doc.repealed_by})" if doc.repealed_by else ""
+    return f"УТРАТИЛ СИЛУ{since}{by}, не цитируй как действующий"
+
+
+def _article(doc: DocInfo, article: str, lineage: LineageIndex | None) -> str:
+    change = lineage.edition(doc.doc_id, article) if lineage else None
+    if change is None:
+        return f"ст. {article}"
+    part = "заголовок " if change.target.lower().startswith("заголов") else ""
+    how = f"{part}в редакции:" if change.relation == "new_edition" else f"{part}последнее изменение:"
+    return f"ст. {article} ({how} {change.by_written})"
+
+
+def _changed(changes: list[Change], docs: dict[str, DocInfo]) -> str:
+    """«изменял: Трудовой кодекс РК (K1500000414): ст. 1, 11, 15 …»."""
+    by_doc: dict[str, list[str]] = {}
+    for c in changes:
+        by_doc.setdefault(c.doc_id, []).append(c.article or c.target)
+    listed = []
+    for doc_id, targets in by_doc.items():
+        name = f"{docs[doc_id].doc_title} ({docs[doc_id].ref})" if doc_id in docs else doc_id
+        shown = list(dict.fromkeys(targets))
+        more = f" и ещё {len(shown) - 30}" if len(shown) > 30 else ""
+        listed.append(f"{name}: ст. {', '.join(shown[:30])}{more}")
+    return "; ".join(listed)
+
+
+def hint_line(match: Match, docs: dict[str, DocInfo], lineage: LineageIndex | None = None) -> str:
     raw = match.identifier.raw
+    ident = match.identifier
+    changes = (
+        lineage.changed_by(ident.number) if lineage and ident.number and ident.kind in ("law_number", "order") else []
+    )
+    changed = f" Этот акт вносил изменения в: {_changed(changes, docs)}." if changes else ""
     if match.status == "exact":
-        return f"✓ '{raw}' → {describe(docs[match.doc_ids[0]], match.articles, match.points)}"
+        doc = docs[match.doc_ids[0]]
+        found = describe(doc, match.articles, match.points, lineage)
+        if doc.status != "repealed":
+            return f"✓ '{raw}' → {found}{changed}"
+        instead = docs.get(doc.replaced_by or "")
+        now = f" Вместо него действует: {describe(instead)}; его фрагменты даны рядом." if instead else ""
+        return f"⚠ '{raw}' → {found}. Документ утратил силу: так и скажи.{now}{changed}"
     if match.candidates_only:
         listed = "; ".join(describe(docs[d], match.articles) for d in match.doc_ids)
         found = f" Такая статья есть в: {listed}." if listed else ""
@@ -51,9 +96,11 @@ def hint_line(match: Match, docs: dict[str, DocInfo]) -> str:
     if match.near:
         others = "; ".join(describe(docs[d]) for d in match.near)
         line += f" С тем же номером есть другие документы, это не они: {others}."
+    if changes:  # its text is not here, but the notes of documents that are say what it changed
+        line += f" Известно лишь из сносок, что он вносил изменения в: {_changed(changes, docs)}."
     return line
 
 
-def hint(matches: list[Match], docs: dict[str, DocInfo]) -> str:
+def hint(matches: list[Match], docs: dict[str, DocInfo], lineage: LineageIndex | None = None) -> str:
     """All lines, in query order; a fixed note when the query named no identifier."""
-    return "\n".join(hint_line(m, docs) for m in matches) if matches else NO_IDENTIFIER
+    return "\n".join(hint_line(m, docs, lineage) for m in matches) if matches else NO_IDENTIFIER

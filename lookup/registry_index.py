@@ -50,6 +50,9 @@ class DocInfo:
     intl_section: str | None
     status: str
     article_labels: frozenset[str]
+    repealed_by: str | None = None
+    repealed_on: dt.date | None = None
+    replaced_by: str | None = None
 
     @property
     def ref(self) -> str:
@@ -274,6 +277,9 @@ def _doc_info(row: dict[str, Any]) -> DocInfo:
         intl_section=row["intl_section"],
         status=row["status"],
         article_labels=frozenset(row["article_labels"] or []),
+        repealed_by=row.get("repealed_by"),
+        repealed_on=row.get("repealed_on"),
+        replaced_by=row.get("replaced_by"),
     )
 
 

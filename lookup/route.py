@@ -9,6 +9,7 @@ number the registry does not hold is refused: no chunks are guessed for it.
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import os
 import re
 import shutil
@@ -25,6 +26,7 @@ from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
 from lookup.grammar import parse
 from lookup.hint import hint
 from lookup.identifier import Identifier
+from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import check_home, published_dir, published_file
@@ -42,6 +44,7 @@ class RouteResult:
     chunks: list[Chunk]
     hint: str
     doc_ids: list[str] = field(default_factory=list)
+    changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # an amending act → what it changed
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -52,6 +55,7 @@ class RouteResult:
             "doc_ids": self.doc_ids,
             "chunks": [c.as_dict() for c in self.chunks],
             "hint": self.hint,
+            "changed": self.changed,
         }
 
 
@@ -99,10 +103,16 @@ class Lookup:
     """The registry indices, the Chroma collection and the embedder, opened once for many queries."""
 
     def __init__(
-        self, registry: RegistryIndex, collection: Any, embedder: Embedder, published: dict[str, str] | None = None
+        self,
+        registry: RegistryIndex,
+        collection: Any,
+        embedder: Embedder,
+        published: dict[str, str] | None = None,
+        lineage: LineageIndex | None = None,
     ) -> None:
         self.registry, self.collection, self.embedder = registry, collection, embedder
         self.published = published
+        self.lineage = lineage or LineageIndex()
 
     @classmethod
     def open(
@@ -122,7 +132,7 @@ class Lookup:
         if folder is not None and damaged_folder(folder) is not None:  # a rebuilt copy answers until a run repairs
             enriched = read_parquet(published_file(home, "enriched_chunks.parquet"), ENRICHED_CHUNK_SCHEMA, "chunks")
             collection = rebuilt_copy(home, embed, enriched)
-            return cls(registry, collection, embed, published_chunks(home))
+            return cls(registry, collection, embed, published_chunks(home), LineageIndex.load(home))
         client = open_client(folder, chroma_url)
         collection = find_collection(client)
         if collection is None:
@@ -130,7 +140,7 @@ class Lookup:
         built_by = (collection.metadata or {}).get("zan_embedder")
         if built_by != embed.id:
             raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embed.id!r}")
-        return cls(registry, collection, embed, published_chunks(home))
+        return cls(registry, collection, embed, published_chunks(home), LineageIndex.load(home))
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
@@ -170,11 +180,32 @@ class Lookup:
                 found = self._fetch(docs, query, k_per_doc, articles, (), vector)
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
+        chunks += self._replacements(matches, query, k_per_doc, vector)
         status = overall_status(matches)
-        note = hint(matches, self.registry.docs)
+        note = hint(matches, self.registry.docs, self.lineage)
         if capped:
             note += f"\n⚠ В вопросе больше {MAX_IDENTIFIERS} номеров документов: рассмотрены первые {MAX_IDENTIFIERS}."
-        return RouteResult(query, status, identifiers, matches, chunks, note, list(plan))
+        changed = {m.identifier.canonical: [c.as_dict() for c in self._changed_by(m)] for m in matches}
+        return RouteResult(query, status, identifiers, matches, chunks, note, list(plan),
+                           {k: v for k, v in changed.items() if v})  # fmt: skip
+
+    def _replacements(self, matches: list[Match], query: str, k_per_doc: int, vector: Any) -> list[Chunk]:
+        """Chunks of the acts that replaced a repealed act the question found, marked as such, after the rest."""
+        docs = self.registry.docs
+        out: list[Chunk] = []
+        for m in matches:
+            doc = docs.get(m.doc_ids[0]) if m.status == "exact" else None
+            if doc is None or doc.status != "repealed" or doc.replaced_by not in docs:
+                continue
+            found = self._fetch([str(doc.replaced_by)], query, k_per_doc, (), (), vector)
+            out += [dataclasses.replace(c, replaces=doc.doc_id) for c in found]
+        return out
+
+    def _changed_by(self, match: Match) -> list[Change]:
+        ident = match.identifier
+        if ident.kind not in ("law_number", "order") or not ident.number:
+            return []
+        return self.lineage.changed_by(ident.number)
 
 
 def readable_chroma(path: Path) -> Path:

@@ -24,13 +24,14 @@ import pyarrow.compute as pc
 
 from enrich.chunking import chunk_document
 from enrich.join import enrich_tables
+from enrich.lineage import lineage_table, with_replacements
 from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import table_from_rows
 from extractors.discover import extract_file, max_file_bytes, scan
 from extractors.model import Document
 from runs.errors import RunError
 from runs.state import Published
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.identifiers import order_key
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
@@ -39,7 +40,7 @@ Progress = Callable[[str, int, int], None]
 _FINGERPRINTED = {
     "extractors": ("*.py", "refdata/*.json"),
     "schemas": ("*.py",),
-    "enrich": ("chunking.py", "registry.py", "join.py", "index.py"),
+    "enrich": ("chunking.py", "registry.py", "join.py", "metadata.py", "lineage.py"),
 }
 
 
@@ -157,6 +158,7 @@ class Built:
     rebuilt: set[str]  # doc_ids extracted this run
     reused: set[str]  # doc_ids in scope taken over unchanged
     file_keys: dict[str, str] = field(default_factory=dict)
+    lineage: pa.Table = field(default_factory=lambda: LINEAGE_SCHEMA.empty_table())
 
 
 @dataclass
@@ -278,8 +280,10 @@ def enrich_version(
     registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
     chunks = _combine(previous.chunks if previous else None, carried, rebuilt.chunks, "chunk_id")
     enriched = _combine(previous.enriched if previous else None, carried, joined.enriched, "chunk_id")
+    lineage = lineage_table(chunks, registry)  # the whole version's: acting acts resolve in its registry
+    registry = with_replacements(registry, lineage)
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
-    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys)
+    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:

@@ -74,7 +74,7 @@ from runs.versions import (
     write_manifest,
     write_text_atomic,
 )
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import Manifest, check_home, versions_dir
 from vectors.embed import embedder_id_of
 from vectors.index import LazyClient, delete_ids
@@ -221,6 +221,7 @@ def enrich(state_path: Path | str) -> Path:
             write_parquet_atomic(built.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA,
                                  "enriched_chunks")  # fmt: skip
             write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
+            write_parquet_atomic(built.lineage, staging / "lineage.parquet", LINEAGE_SCHEMA, "lineage")
     info.documents, info.chunks = built.registry.num_rows, built.enriched.num_rows
     info.rejected = rejects_table.num_rows
     state.update(info, Stage.ENRICHED)

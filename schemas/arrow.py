@@ -53,6 +53,9 @@ REGISTRY_SCHEMA = pa.schema(
         pa.field("aliases", pa.list_(pa.string())),
         pa.field("annexes", pa.list_(pa.string())),  # titles of the annexes (a ratified treaty, approved rules)
         pa.field("source_files", pa.list_(pa.string())),
+        pa.field("repealed_by", pa.string()),  # the act that repealed it, as written: «Указ РК от 18.07.1995 № 2367»
+        pa.field("repealed_on", pa.date32()),  # when it lost force (the repeal's entry into force, else its date)
+        pa.field("replaced_by", pa.string()),  # doc_id of the repealing act, when the registry holds it
         # how each source file was read (what ``zan audit`` shows): parser, why, article-like lines tallied
         pa.field("extraction", pa.list_(EXTRACTION)),
     ]
@@ -76,6 +79,8 @@ CHUNK_SCHEMA = pa.schema(
         pa.field("point_labels", pa.list_(pa.string())),  # пункты the chunk opens: 12, 4-1, (f)(1)(i)
         pa.field("text", pa.string(), nullable=False),  # normative text, the embedded text
         pa.field("notes", pa.string()),  # editorial notes (Сноска, Примечание ИЗПИ), kept apart
+        pa.field("last_amended", pa.date32()),  # the date of the latest act that changed this article (its notes)
+        pa.field("amended_by", pa.list_(pa.string())),  # those acts' canonical numbers, oldest first
         pa.field("text_hash", pa.string(), nullable=False),
         pa.field("source_file", pa.string(), nullable=False),
     ]
@@ -96,6 +101,8 @@ _REGISTRY_ON_CHUNK = [
     "source_url",
     "intl_org",
     "intl_section",
+    "repealed_by",
+    "repealed_on",
 ]
 ENRICHED_CHUNK_SCHEMA = pa.schema(
     list(CHUNK_SCHEMA)
@@ -104,6 +111,31 @@ ENRICHED_CHUNK_SCHEMA = pa.schema(
     + [pa.field("meta_hash", pa.string(), nullable=False)]
 )
 REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
+
+# One row per relation an editorial note states (``enrich.lineage``): what changed, how, by which act, from when.
+LINEAGE_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),  # the document the note is in
+        pa.field("language", pa.string()),
+        pa.field("chunk_id", pa.string(), nullable=False),  # the chunk that carries the note
+        pa.field("note_index", pa.int32(), nullable=False),  # the note's line in that chunk's notes
+        pa.field(
+            "target_kind", pa.string(), nullable=False
+        ),  # act, article, heading, point, chapter, section, annex, toc
+        pa.field("target", pa.string(), nullable=False),  # as written: «Статья 15», «Заголовок статьи 17»
+        pa.field("article", pa.string()),  # the article label affected (156, 127-2)
+        pa.field("relation", pa.string(), nullable=False),  # amended, new_edition, added, excluded, repealed, suspended
+        pa.field("by_type", pa.string()),  # law, code, decree, resolution, order
+        pa.field("by_date", pa.date32()),
+        pa.field("by_number", pa.string()),  # canonical: 321-VI
+        pa.field("by_written", pa.string()),  # «Закон РК от 04.05.2020 № 321-VI»
+        pa.field("by_doc_id", pa.string()),  # the acting act's doc_id, when the registry holds it
+        pa.field("takes_effect", pa.date32()),
+        pa.field("takes_effect_text", pa.string()),  # «по истечении десяти календарных дней …» when no date
+        pa.field("note", pa.string(), nullable=False),
+        pa.field("source_file", pa.string()),
+    ]
+)
 
 REJECT_SCHEMA = pa.schema(
     [

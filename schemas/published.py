@@ -22,7 +22,7 @@ from typing import Any
 
 from schemas.errors import ZanError
 
-OUTPUTS = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet")
+OUTPUTS = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet", "lineage.parquet")
 KEEP_VERSIONS = 5
 VERSION_NAME = re.compile(r"^v(\d{6})$")
 
