@@ -109,6 +109,7 @@ def _chunk_text(heading: str | None, piece: list[str]) -> str:
 def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) -> list[dict[str, Any]]:
     """Chunk rows (``CHUNK_SCHEMA`` columns) for one document."""
     rows = []
+    pending: list[str] = []  # notes of a unit with no text (an act-level «Сноска. Утратил силу …»): the next chunk's
     for unit, path in zip(document.units, unit_paths(document), strict=True):
         article = unit.label if unit.kind == "article" and unit.label else None
         labels = [article] if article and not unit.annex else []  # an annex's articles are not the act's
@@ -120,7 +121,10 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
         for seq, piece in enumerate(split_points(unit.paragraphs, points, max_chars) if unit.paragraphs else [[]]):
             text = _chunk_text(unit.heading, [t for t, _ in piece])
             if not text.strip():
+                pending += unit.notes if seq == 0 else []
                 continue
+            notes = [*pending, *unit.notes] if seq == 0 else pending
+            pending = []
             rows.append(
                 {
                     "chunk_id": f"{doc_id}:{path}:{seq}",
@@ -137,10 +141,12 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
                     "annex_articles": [article] if article and unit.annex else [],
                     "point_labels": list(dict.fromkeys(p for _, p in piece if p))[:LIST_CAP],
                     "text": text,
-                    "notes": "\n".join(unit.notes) if seq == 0 and unit.notes else None,
+                    "notes": "\n".join(notes) if notes else None,
                     **lineage,
                     "text_hash": text_hash(text),
                     "source_file": document.source_file,
                 }
             )
+    if pending and rows:  # notes after the last text: the last chunk's
+        rows[-1]["notes"] = "\n".join(filter(None, [rows[-1]["notes"], *pending]))
     return rows

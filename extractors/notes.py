@@ -197,9 +197,12 @@ def _clauses(body: str) -> list[tuple[RelationKind, str]]:
     for i, m in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(body)
         kind = next(k for k, p in RELATIONS if p.fullmatch(m.group(0)))
-        # Kazakh notes name the acting act after the list («… заңдарымен»): the clause runs to the note's end
-        out.append((kind, body[m.start() : end]))
+        # «Указом Президента РК, имеющим силу Закона, от …» is a decree: the force it has is not its type
+        out.append((kind, _FORCE_OF_LAW.sub("", body[m.start() : end])))
     return out
+
+
+_FORCE_OF_LAW = re.compile(r",?\s*имеющ\w*\s+силу\s+(?:конституционного\s+)?закона,?", re.I)
 
 
 def _type_of(clause: str, act: re.Match[str] | None) -> DocType | None:

@@ -42,6 +42,16 @@ class GoldenRow:
     doc_ids: tuple[str, ...]
     articles: tuple[str, ...]
     expect_status: str | None
+    hint_has: tuple[str, ...] = ()  # lineage rows: words the hint must carry («последнее изменение: …»)
+    changed: tuple[str, ...] = ()  # an amending act's row: articles its notes say it changed
+
+    @property
+    def checks_lineage(self) -> bool:
+        return bool(self.hint_has or self.changed)
+
+    def lineage_ok(self, hint: str, changed: dict[str, list[dict[str, Any]]]) -> bool:
+        said = {c["article"] for changes in changed.values() for c in changes}
+        return all(h in hint for h in self.hint_has) and set(self.changed) <= said
 
     @property
     def abstains(self) -> bool:
@@ -68,6 +78,8 @@ def read_golden(path: Path) -> list[GoldenRow]:
                     doc_ids=tuple(data.get("doc_ids") or ()),
                     articles=tuple(str(a) for a in data.get("articles") or ()),
                     expect_status=data.get("expect_status"),
+                    hint_has=tuple(str(h) for h in data.get("hint_has") or ()),
+                    changed=tuple(str(a) for a in data.get("changed") or ()),
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -119,9 +131,15 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
     tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally)}
     failures: list[dict[str, Any]] = []
     wrong: list[str] = []
+    lineage = {"n": 0, "passed": 0}
     for row in rows:
         routed = lookup.route(row.query, k_per_doc=k_per_doc)
         plain = lookup.vector_search(row.query, k=max(CUTOFFS) * 2)
+        if row.checks_lineage:
+            ok = row.lineage_ok(routed.hint, routed.changed)
+            lineage["n"], lineage["passed"] = lineage["n"] + 1, lineage["passed"] + int(ok)
+            if not ok:
+                failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": "lineage"})
         categories = (row.category, "ALL")
         if row.expect_status != "no_identifier" and any(
             c.doc_id not in row.doc_ids for c in routed.chunks[: max(CUTOFFS)]
@@ -146,6 +164,7 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
         "rows": len(rows),
         "lookup": {c: t.as_dict() for c, t in sorted(tallies["lookup"].items())},
         "vector": {c: t.as_dict() for c, t in sorted(tallies["vector"].items())},
+        "lineage": lineage,
         "wrong_document": len(wrong),
         "wrong_document_rows": wrong,
         "failures": failures,
@@ -164,6 +183,9 @@ def format_report(report: dict[str, Any]) -> str:
         a, b, c, d, e, f, g, h = (_cell(v) for v in cells)
         lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6} {h:>7}")
     lines.append(f"wrong-document answers: {report.get('wrong_document', 0)}")
+    if report.get("lineage", {}).get("n"):
+        lines.append(f"lineage checks (edition, repeal, what an act changed): {report['lineage']['passed']}/"
+                     f"{report['lineage']['n']}")  # fmt: skip
     if report["failures"]:
         lines.append(f"lookup misses: {len(report['failures'])}")
         lines += [f"  {f['id']} {f['query']!r}: status {f['status']}, rank {f['rank']}" for f in report["failures"]]

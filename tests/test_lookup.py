@@ -186,9 +186,12 @@ def test_cli_eval_on_the_golden_set(sample_run) -> None:  # type: ignore[no-unty
         "R_refusal",
         "N_no_identifier",
         "F_binding",
+        "L_lineage",
     }
     # an article binds only to the document the question names: no wrong document, every refusal kept
     assert report["wrong_document"] == 0 and report["lookup"]["F_binding"]["refused"] == 1.0
+    # lineage rows: an article's latest change in the hint, an amending law's articles listed (not fetched)
+    assert report["lineage"]["n"] >= 5 and report["lineage"]["passed"] == report["lineage"]["n"]
     table = zan("eval", str(ROOT / "data" / "golden" / "golden.jsonl"), "--home", str(sample_run[1]))
     assert "A_direct_number" in table.stdout and "vector h@1" in table.stdout
 
