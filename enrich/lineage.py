@@ -14,13 +14,19 @@ registry rows.
 from __future__ import annotations
 
 import datetime as dt
+import re
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
 
+from extractors.amendments import amendments
+from extractors.model import Document
 from extractors.notes import NOTE_START, Relation, parse_note
+from extractors.reference import code_by_title
 from schemas.arrow import LINEAGE_SCHEMA, conform
+from schemas.kinds import DOC_TYPES, as_doc_type
 
 _CHANGES = ("amended", "new_edition", "added", "excluded")
 _TYPE_NAMES = {"law": "Закон", "code": "Кодекс", "decree": "Указ", "resolution": "Постановление", "order": "Приказ"}
@@ -58,8 +64,29 @@ def repeal_of(notes: Iterable[str]) -> dict[str, Any]:
     return {"repealed_by": act_written(repeal), "repealed_on": repeal.takes_effect or repeal.by_date}
 
 
+def amends_of(documents: Iterable[Document]) -> list[dict[str, Any]]:
+    """The ``amends`` of a registry row: what the act's own text says it amends (its Russian text when it has
+    one: both languages state the same operations)."""
+    ordered = sorted(documents, key=lambda d: d.language != "rus")
+    if not ordered:
+        return []
+    text = "\n".join(p for unit in ordered[0].units for p in unit.paragraphs)
+    return [
+        {
+            "relation": a.relation,
+            "act": a.act_written,
+            "act_type": a.act_type,
+            "act_date": a.act_date,
+            "act_title": a.act_title,
+            "article": a.article,
+        }  # fmt: skip
+        for a in amendments(text)
+    ][:2000]
+
+
 def lineage_table(chunks: pa.Table, registry: pa.Table) -> pa.Table:
-    """One ``LINEAGE_SCHEMA`` row per relation in the version's notes, acting acts resolved in ``registry``."""
+    """One ``LINEAGE_SCHEMA`` row per relation in the version's notes and per article operation its amending
+    acts state, acting and amended acts resolved in ``registry`` when it holds them."""
     resolve = _resolver(registry)
     rows = []
     columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
@@ -69,7 +96,51 @@ def lineage_table(chunks: pa.Table, registry: pa.Table) -> pa.Table:
                 continue
             for r in parse_note(line):
                 rows.append(_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)))
+    rows += _amending_rows(registry)
     return conform(pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA), LINEAGE_SCHEMA, "lineage")
+
+
+def _amending_rows(registry: pa.Table) -> list[dict[str, Any]]:
+    """Rows from the amending acts' own texts: the amended act (resolved by date and title, or a curated code),
+    the article, the operation; the acting act is the amending document itself."""
+    affected = _affected_resolver(registry)
+    columns = ("doc_id", "doc_type", "date_approved", "law_zrk", "order_number", "amends", "source_files")
+    rows = []
+    for by_doc, by_type, by_date, law, number, amends, files in _columns(registry, *columns):
+        for a in amends or []:
+            kind = as_doc_type(by_type) if by_type in DOC_TYPES else None  # "unknown" is no type
+            by = Relation(a["relation"], "article", f"Статья {a['article']}", a["article"], kind,
+                          by_date, law or number, None, None)  # fmt: skip
+            row = _row(affected(a), "rus", None, None, f"{a['act']}: {a['relation']} ст. {a['article']}",
+                       (files or [None])[0], by, by_doc)  # fmt: skip
+            rows.append(row | {"source": "amending_text", "affected": a["act"]})
+    return rows
+
+
+def _affected_resolver(registry: pa.Table) -> Any:
+    """An amended act → its doc_id: a registry row of that date whose title holds the act's quoted title, or the
+    curated code of that title and date."""
+    by_date: dict[dt.date, list[tuple[str, str]]] = defaultdict(list)
+    known = set(registry.column("doc_id").to_pylist())
+    for doc, title, date in _columns(registry, "doc_id", "doc_title", "date_approved"):
+        if date:
+            by_date[date].append((doc, _fold(title)))
+
+    def resolve(a: dict[str, Any]) -> str | None:
+        title, date = a["act_title"], a["act_date"]
+        if not title or not date:
+            return None
+        code = code_by_title(title)
+        if code is not None and code.date_approved == date and code.adilet_id.lower() in known:
+            return code.adilet_id.lower()
+        found = [doc for doc, t in by_date.get(date, []) if _fold(title) in t]
+        return found[0] if len(found) == 1 else None
+
+    return resolve
+
+
+def _fold(text: str) -> str:
+    return re.sub(r"[^\w]+", " ", text.casefold()).strip()
 
 
 def with_replacements(registry: pa.Table, lineage: pa.Table) -> pa.Table:
@@ -111,10 +182,19 @@ def _resolver(registry: pa.Table) -> Any:
 
 
 def _row(
-    doc_id: str, language: str, chunk_id: str, n: int, note: str, source: str, r: Relation, by_doc_id: str | None
+    doc_id: str | None,
+    language: str,
+    chunk_id: str | None,
+    n: int | None,
+    note: str,
+    source: str | None,
+    r: Relation,
+    by_doc_id: str | None,
 ) -> dict[str, Any]:
     return {
+        "source": "note",
         "doc_id": doc_id,
+        "affected": None,
         "language": language,
         "chunk_id": chunk_id,
         "note_index": n,

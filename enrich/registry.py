@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from enrich.chunking import LIST_CAP
-from enrich.lineage import repeal_of
+from enrich.lineage import amends_of, repeal_of
 from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
 from schemas.errors import ZanError
@@ -189,6 +189,7 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         "source_files": sorted({d.source_file for d in (*entry.documents, *entry.also)}),
         **repeal_of(n for d in entry.documents for u in d.units for n in u.notes),
         "replaced_by": None,  # known once the whole registry is (enrich.lineage.with_replacements)
+        "amends": amends_of(entry.documents),
         "extraction": [extraction(d) for d in sorted((*entry.documents, *entry.also), key=lambda d: d.source_file)],
     }
 

@@ -55,7 +55,7 @@ def _changed(changes: list[Change], docs: dict[str, DocInfo]) -> str:
     """«изменял: Трудовой кодекс РК (K1500000414): ст. 1, 11, 15 …»."""
     by_doc: dict[str, list[str]] = {}
     for c in changes:
-        by_doc.setdefault(c.doc_id, []).append(c.article or c.target)
+        by_doc.setdefault(c.document, []).append(c.article or c.target)
     listed = []
     for doc_id, targets in by_doc.items():
         name = f"{docs[doc_id].doc_title} ({docs[doc_id].ref})" if doc_id in docs else doc_id

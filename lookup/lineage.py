@@ -19,7 +19,7 @@ _CHANGES = ("new_edition", "amended", "added")
 class Change:
     """One relation, as the lookup reports it."""
 
-    doc_id: str
+    doc_id: str | None  # None: an amended act zan does not hold (``affected`` names it)
     article: str | None
     target: str
     relation: str
@@ -27,10 +27,17 @@ class Change:
     by_date: dt.date | None
     takes_effect: dt.date | None
     takes_effect_text: str | None
+    affected: str | None = None
+
+    @property
+    def document(self) -> str:
+        """How to name the changed document: its doc_id, or the act as the amending text wrote it."""
+        return self.doc_id or self.affected or "?"
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "doc_id": self.doc_id,
+            "affected": self.affected,
             "article": self.article,
             "target": self.target,
             "relation": self.relation,
@@ -57,9 +64,10 @@ class LineageIndex:
         for row in pq.read_table(path).to_pylist():
             if row["language"] not in (None, "rus"):  # one edition's notes are enough to say who changed it
                 continue
-            change = Change(row["doc_id"], row["article"], row["target"], row["relation"], row["by_written"],
-                            row["by_date"], row["takes_effect"], row["takes_effect_text"])  # fmt: skip
-            if row["article"]:
+            names = ("doc_id", "article", "target", "relation", "by_written", "by_date", "takes_effect",
+                     "takes_effect_text", "affected")  # fmt: skip
+            change = Change(*(row.get(n) for n in names))
+            if row["article"] and row["doc_id"]:
                 by_article[(row["doc_id"], row["article"])].append(change)
             if row["by_number"]:
                 by_number[row["by_number"]].append(change)
@@ -74,8 +82,8 @@ class LineageIndex:
         """What the act numbered ``number`` (canonical: 321-VI) changed, one row per article or part."""
         seen: dict[tuple[str, str | None, str], Change] = {}
         for c in self.by_number.get(number, []):
-            seen.setdefault((c.doc_id, c.article, c.relation), c)
-        return sorted(seen.values(), key=lambda c: (c.doc_id, _label_order(c.article), c.relation))
+            seen.setdefault((c.document, c.article, c.relation), c)
+        return sorted(seen.values(), key=lambda c: (c.document, _label_order(c.article), c.relation))
 
 
 def _label_order(label: str | None) -> tuple[int, ...]:

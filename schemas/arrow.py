@@ -25,6 +25,18 @@ EXTRACTION = pa.struct(
     ]
 )
 
+# One article operation of an act this document amends, as its text states it.
+AMENDMENT = pa.struct(
+    [
+        pa.field("relation", pa.string()),  # amended, new_edition, added, excluded
+        pa.field("act", pa.string()),  # the amended act as written
+        pa.field("act_type", pa.string()),
+        pa.field("act_date", pa.date32()),
+        pa.field("act_title", pa.string()),
+        pa.field("article", pa.string()),
+    ]
+)
+
 # One row per document. Identifier fields are what lookups and chunk filters use.
 REGISTRY_SCHEMA = pa.schema(
     [
@@ -56,6 +68,8 @@ REGISTRY_SCHEMA = pa.schema(
         pa.field("repealed_by", pa.string()),  # the act that repealed it, as written: «Указ РК от 18.07.1995 № 2367»
         pa.field("repealed_on", pa.date32()),  # when it lost force (the repeal's entry into force, else its date)
         pa.field("replaced_by", pa.string()),  # doc_id of the repealing act, when the registry holds it
+        # what this act amends, read from its own text («Внести в Закон … : 1) в статье 4 …»): extractors.amendments
+        pa.field("amends", pa.list_(AMENDMENT)),
         # how each source file was read (what ``zan audit`` shows): parser, why, article-like lines tallied
         pa.field("extraction", pa.list_(EXTRACTION)),
     ]
@@ -115,10 +129,12 @@ REGISTRY_FIELDS_ON_CHUNK: tuple[str, ...] = tuple(_REGISTRY_ON_CHUNK)
 # One row per relation an editorial note states (``enrich.lineage``): what changed, how, by which act, from when.
 LINEAGE_SCHEMA = pa.schema(
     [
-        pa.field("doc_id", pa.string(), nullable=False),  # the document the note is in
+        pa.field("source", pa.string(), nullable=False),  # note (an editorial note) or amending_text (the act's own)
+        pa.field("doc_id", pa.string()),  # the document affected (a note's own document; an amended act if known)
+        pa.field("affected", pa.string()),  # the affected act as the amending text names it
         pa.field("language", pa.string()),
-        pa.field("chunk_id", pa.string(), nullable=False),  # the chunk that carries the note
-        pa.field("note_index", pa.int32(), nullable=False),  # the note's line in that chunk's notes
+        pa.field("chunk_id", pa.string()),  # the chunk that carries the note
+        pa.field("note_index", pa.int32()),  # the note's line in that chunk's notes
         pa.field(
             "target_kind", pa.string(), nullable=False
         ),  # act, article, heading, point, chapter, section, annex, toc
@@ -132,7 +148,7 @@ LINEAGE_SCHEMA = pa.schema(
         pa.field("by_doc_id", pa.string()),  # the acting act's doc_id, when the registry holds it
         pa.field("takes_effect", pa.date32()),
         pa.field("takes_effect_text", pa.string()),  # «по истечении десяти календарных дней …» when no date
-        pa.field("note", pa.string(), nullable=False),
+        pa.field("note", pa.string(), nullable=False),  # the note, or the amending act's words for the operation
         pa.field("source_file", pa.string()),
     ]
 )

@@ -189,3 +189,24 @@ def test_lineage_needs_the_corpus_or_says_so() -> None:
     if not CORPUS.exists():
         pytest.skip(f"real corpus {CORPUS} is absent")
     assert (CORPUS / "adilet" / "rus" / "K1500000414.html").exists()
+
+
+def test_an_amending_act_says_what_it_amends(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    """Read by hand: kzlaws/rus/10326.md «Внести в Закон … от 2 августа 1999 г. …: 1) в статье 1: … 7) часть
+    первую пункта 4 статьи 13 … 11) дополнить статьей 25-1 …»; Z1500000330 «статью 7-1 изложить в следующей
+    редакции», «статью 18 изложить …»; Z1900000213 «статьи 28, 28-1, …, 28-5 и 28-6 исключить»."""
+    rows = _sql(
+        corpus_run[1], "SELECT by_doc_id, article, relation, affected FROM lineage WHERE source = 'amending_text'"
+    )
+    by_doc: dict[str, set[tuple[str, str]]] = {}
+    for doc, article, relation, affected in rows:
+        by_doc.setdefault(doc, set()).add((article, relation))
+        assert affected and " от " in affected
+    assert {("1", "amended"), ("13", "amended"), ("25-1", "added"), ("26", "amended")} <= by_doc["zan-10326"]
+    assert ("4", "amended") in by_doc["zan-10189"]
+    assert {("7-1", "new_edition"), ("18", "new_edition")} <= by_doc["z1500000330"]
+    assert {(a, "excluded") for a in ("28", "28-1", "28-6")} <= by_doc["z1900000213"]
+    assert not [r for r in rows if r[1] in ("311-2",) and r[2] != "added"]  # a quoted new «Статья 311-2.» is text
+    routed = Lookup.open(corpus_run[1]).route("закон 330-V")
+    assert routed.status == "exact" and {c["article"] for c in routed.changed["330-V"]} >= {"7-1", "18"}
+    assert "О карантине растений" in routed.hint
