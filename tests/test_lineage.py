@@ -131,16 +131,20 @@ def test_chunks_and_registry_carry_lineage_fields(corpus_run) -> None:  # type: 
 
 
 def test_a_repealed_act_is_never_presented_as_in_force(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    from lookup.hint import hint_line
+    from lookup.identifier import Identifier
+    from lookup.registry_index import Match
+
     home = corpus_run[1]
     lookup = Lookup.open(home)
     repealed = _sql(home, "SELECT doc_id, adilet_id FROM registry WHERE status = 'repealed'")
     assert len(repealed) >= 3
-    for doc_id, adilet_id in repealed:
-        routed = lookup.route(adilet_id or doc_id)
-        if routed.status != "exact":
-            continue  # a zan-<id> row has no identifier to name it by; its registry row still says repealed
-        assert not routed.hint.startswith("✓") and "УТРАТИЛ СИЛУ" in routed.hint, (doc_id, routed.hint)
-    assert "U040001428_" in lookup.route("U040001428_").hint
+    for doc_id, adilet_id in repealed:  # every repealed row, as the hint would state an exact hit on it
+        line = hint_line(Match(Identifier("adilet_id", doc_id, doc_id, (0, 1)), (doc_id,)), lookup.registry.docs)
+        assert line.startswith("⚠") and "УТРАТИЛ СИЛУ" in line and "не цитируй как действующий" in line, line
+        if adilet_id:  # and through the whole route, by its own id
+            routed = lookup.route(adilet_id)
+            assert routed.status == "exact" and not routed.hint.startswith("✓") and "УТРАТИЛ СИЛУ" in routed.hint
 
 
 OLD_CODE = (
