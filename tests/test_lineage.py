@@ -214,3 +214,14 @@ def test_an_amending_act_says_what_it_amends(corpus_run) -> None:  # type: ignor
     routed = Lookup.open(corpus_run[1]).route("закон 330-V")
     assert routed.status == "exact" and {c["article"] for c in routed.changed["330-V"]} >= {"7-1", "18"}
     assert "О карантине растений" in routed.hint
+
+
+def test_the_real_corpus_lineage_golden_set(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    """`zan eval data/golden/lineage_real.jsonl --home <a run over ../shared/corpus>`: repealed acts, articles'
+    editions, amending laws → the articles they changed; every check passes and no answer is another document."""
+    from lookup.evaluate import evaluate, read_golden
+    from tests.conftest import ROOT
+
+    report = evaluate(Lookup.open(corpus_run[1]), read_golden(ROOT / "data" / "golden" / "lineage_real.jsonl"))
+    assert report["lineage"]["n"] >= 8 and report["lineage"]["passed"] == report["lineage"]["n"], report["failures"]
+    assert report["wrong_document"] == 0 and report["lookup"]["L_lineage"]["hit@5"] == 1.0
