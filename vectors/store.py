@@ -34,21 +34,30 @@ class VectorStore:
         if not hashes or not parts:
             return {}
         table = ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(filter=pc.field("text_hash").isin(hashes))
-        found: dict[str, np.ndarray] = {}
-        for text_hash, vector in zip(
-            table.column("text_hash").to_pylist(), table.column("vector").to_pylist(), strict=True
-        ):
-            found[text_hash] = np.asarray(vector, dtype=np.float32)
-        return found
+        if table.num_rows == 0:
+            return {}
+        column = table.column("vector").combine_chunks()
+        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+        offsets = column.offsets.to_numpy()
+        return {  # float32 views of one array: no Python floats on the way (memory stays flat)
+            text_hash: flat[offsets[i] : offsets[i + 1]]
+            for i, text_hash in enumerate(table.column("text_hash").to_pylist())
+        }
 
-    def put(self, run_id: str, vectors: dict[str, np.ndarray]) -> None:
-        if not vectors:
-            return
-        table = pa.table(
-            {"text_hash": list(vectors), "vector": [v.astype(np.float32).tolist() for v in vectors.values()]},
-            schema=VECTOR_SCHEMA,
-        )
-        write_parquet_atomic(table, self.folder / f"part-{run_id}.parquet", VECTOR_SCHEMA, "vectors")
+    def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000) -> None:
+        """Store ``vectors`` as float32 straight from numpy (no Python floats), one parquet part per
+        ``part_rows`` vectors (list offsets stay far inside int32, and no part is huge)."""
+        items = list(vectors.items())
+        for n, start in enumerate(range(0, len(items), part_rows)):
+            batch = items[start : start + part_rows]
+            arrays = [np.asarray(v, dtype=np.float32).ravel() for _, v in batch]
+            offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
+            np.cumsum([len(a) for a in arrays], out=offsets[1:])
+            flat = pa.array(np.concatenate(arrays), type=pa.float32())
+            column = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat)
+            table = pa.table({"text_hash": [h for h, _ in batch], "vector": column}, schema=VECTOR_SCHEMA)
+            name = f"part-{run_id}.parquet" if n == 0 else f"part-{run_id}-{n}.parquet"
+            write_parquet_atomic(table, self.folder / name, VECTOR_SCHEMA, "vectors")
 
 
 def vectors_for(
