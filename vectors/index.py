@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import numpy as np
+
 from enrich.metadata import METADATA_FIELDS, chunk_metadata
 from schemas.errors import TransientError
 from vectors.embed import Embedder
@@ -131,7 +133,7 @@ def write_changes(
     for ids in _batches(upserts, BATCH):
         collection.upsert(
             ids=ids,
-            embeddings=[vectors[rows[i]["text_hash"]] for i in ids],
+            embeddings=np.stack([np.asarray(vectors[rows[i]["text_hash"]], dtype=np.float32) for i in ids]),
             documents=[rows[i]["text"] for i in ids],
             metadatas=[chunk_metadata(rows[i]) for i in ids],
         )
