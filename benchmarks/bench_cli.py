@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-GOALS = {"help": 0.3, "lookup": 1.5}
+GOALS = {"help": 0.3, "lookup": 1.5, "refusal": 1.5}
 
 
 def wall(args: list[str], runs: int) -> float:
@@ -60,6 +60,7 @@ def main() -> None:
     commands = {
         "help": ["-m", "cli", "--help"],
         "lookup": ["-m", "cli", "lookup", "ст. 182 ТК РК", "--home", str(home)],
+        "refusal": ["-m", "cli", "lookup", "Приказ №999", "--home", str(home)],  # nothing to fetch: no chromadb
     }
     print(f"bare python start: {python:.3f} s (median of {args.runs})")
     for name, command in commands.items():

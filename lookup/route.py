@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import functools
 import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +31,7 @@ from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
-from schemas.published import check_home, published_dir, published_file
+from schemas.published import check_home, published_dir, published_file, read_manifest
 from vectors.embed import Embedder, make_embedder
 from vectors.index import COLLECTION, find_collection, open_client
 from vectors.repair import damaged_folder, rebuilt_copy
@@ -100,7 +102,8 @@ def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
 
 
 class Lookup:
-    """The registry indices, the Chroma collection and the embedder, opened once for many queries."""
+    """The registry indices, the Chroma collection and the embedder, opened once for many queries. The
+    collection (and chromadb with it) is opened on the first fetch: a refusal never pays for it."""
 
     def __init__(
         self,
@@ -109,10 +112,18 @@ class Lookup:
         embedder: Embedder,
         published: dict[str, str] | None = None,
         lineage: LineageIndex | None = None,
+        opener: Callable[[], Any] | None = None,
     ) -> None:
-        self.registry, self.collection, self.embedder = registry, collection, embedder
+        self.registry, self.embedder = registry, embedder
         self.published = published
         self.lineage = lineage or LineageIndex()
+        self._collection, self._opener = collection, opener
+
+    @property
+    def collection(self) -> Any:
+        if self._collection is None and self._opener is not None:
+            self._collection = self._opener()
+        return self._collection
 
     @classmethod
     def open(
@@ -122,25 +133,18 @@ class Lookup:
         embedder: str | Embedder = "hash",
         max_candidates: int = MAX_CANDIDATES,
     ) -> Lookup:
-        """Open the published registry and index under ``home`` (or the Chroma server at ``chroma_url``).
-        ``max_candidates``: documents listed for an article named with no document."""
+        """Open the published registry under ``home``; the index (embedded under HOME/chroma, or the Chroma
+        server at ``chroma_url``) opens on the first fetch. ``max_candidates``: documents listed for an article
+        named with no document. An index embedded by another embedder is refused here, from the manifest."""
         home = check_home(home, writable=False)
         registry = RegistryIndex.load(home)
         registry.max_candidates = max_candidates
         embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        folder = readable_chroma(home / "chroma") if chroma_url is None else None
-        if folder is not None and damaged_folder(folder) is not None:  # a rebuilt copy answers until a run repairs
-            enriched = read_parquet(published_file(home, "enriched_chunks.parquet"), ENRICHED_CHUNK_SCHEMA, "chunks")
-            collection = rebuilt_copy(home, embed, enriched)
-            return cls(registry, collection, embed, published_chunks(home), LineageIndex.load(home))
-        client = open_client(folder, chroma_url)
-        collection = find_collection(client)
-        if collection is None:
-            raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}")
-        built_by = (collection.metadata or {}).get("zan_embedder")
-        if built_by != embed.id:
-            raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embed.id!r}")
-        return cls(registry, collection, embed, published_chunks(home), LineageIndex.load(home))
+        folder = published_dir(home)
+        if chroma_url is None and folder is not None:
+            _same_embedder(read_manifest(folder).embedder, embed)
+        opener = functools.partial(_open_collection, home, chroma_url, embed)
+        return cls(registry, None, embed, published_chunks(home), LineageIndex.load(home), opener)
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
@@ -206,6 +210,25 @@ class Lookup:
         if ident.kind not in ("law_number", "order") or not ident.number:
             return []
         return self.lineage.changed_by(ident.number)
+
+
+def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder) -> Any:
+    """The published index's collection: the embedded one (a private copy on a read-only HOME, a rebuilt one
+    when it is damaged) or the server's; refused when another embedder built it."""
+    folder = readable_chroma(home / "chroma") if chroma_url is None else None
+    if folder is not None and damaged_folder(folder) is not None:  # a rebuilt copy answers until a run repairs
+        enriched = read_parquet(published_file(home, "enriched_chunks.parquet"), ENRICHED_CHUNK_SCHEMA, "chunks")
+        return rebuilt_copy(home, embedder, enriched)
+    collection = find_collection(open_client(folder, chroma_url))
+    if collection is None:
+        raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}")
+    _same_embedder((collection.metadata or {}).get("zan_embedder"), embedder)
+    return collection
+
+
+def _same_embedder(built_by: str | None, embedder: Embedder) -> None:
+    if built_by != embedder.id:
+        raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embedder.id!r}")
 
 
 def readable_chroma(path: Path) -> Path:

@@ -162,3 +162,12 @@ def test_document_types_are_checked_where_they_enter() -> None:
     with pytest.raises(ValueError, match="unknown document type 'ordr'"):
         as_doc_type("ordr")
     assert {c.doc_type for c in codes()} <= set(DOC_TYPES)
+
+
+def test_a_refusal_never_imports_chromadb(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """The index opens on the first fetch: a lookup that refuses (nothing to fetch) does not load chromadb."""
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "cli", "lookup", "Приказ №999", "--home",
+                           str(sample_run[1])], capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
+    assert done.returncode == 0 and "status: not_found" in done.stdout
+    imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
+    assert "chromadb" not in imported
