@@ -24,6 +24,7 @@ import os
 import pickle
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -157,10 +158,12 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     state = RunState.load(state_path)
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
+    started = time.perf_counter()
     documents, rejects = extract_files(files, state.run_id, progress)
+    seconds = time.perf_counter() - started
     out = state.work / f"shard-{index:04d}.pkl"
     with atomic_writer(out) as handle:
-        pickle.dump((documents, rejects), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((documents, rejects, seconds), handle, protocol=pickle.HIGHEST_PROTOCOL)
     return out
 
 
@@ -175,14 +178,16 @@ def registry(state_path: Path | str) -> Path:
     with timed(info, "registry"):
         documents: dict[str, Any] = {}
         rejects: list[dict[str, Any]] = []
+        extract_seconds = 0.0
         for n in range(len(state.shards)):
             path = state.work / f"shard-{n:04d}.pkl"
             if not path.exists():
                 raise RunError(f"shard {n} of run {state.run_id} was not extracted ({path} is missing)")
             with open(path, "rb") as handle:
-                shard_documents, shard_rejects = pickle.load(handle)
+                shard_documents, shard_rejects, seconds = pickle.load(handle)
             documents.update(shard_documents)
             rejects += shard_rejects
+            extract_seconds += seconds  # shard by shard: the extraction's own time, wherever it ran
         prepared = Prepared(state.keys, set(state.reused), [])
         rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
                               state.run_options.only)  # fmt: skip
@@ -190,6 +195,7 @@ def registry(state_path: Path | str) -> Path:
         write_parquet_atomic(rebuilt.chunks, state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks")
         write_text_atomic(state.work / "rejects.json", json.dumps(rebuilt.rejects, ensure_ascii=False))
     state.reused = sorted(rebuilt.reused)
+    info.seconds["extract"] = round(extract_seconds, 3)
     info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r["stage"] == "extract")
     state.update(info, Stage.REGISTRY)
     return state.path

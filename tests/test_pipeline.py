@@ -122,6 +122,7 @@ def test_real_corpus_via_cli_meets_the_main_job_contract(tmp_path: Path) -> None
     summary = json.loads(done.stdout.strip().splitlines()[-1])
     # every real act is accepted: no rejects, and every file is a source of some registry row
     assert summary["rejected"] == 0 and summary["indexed"] == summary["chunks"]
+    assert summary["seconds"]["extract"] > 0  # the extraction's own time, summed over shards
     files = {str(p.resolve()) for s in sources for p in s.rglob("*") if p.suffix in (".html", ".md", ".json")}
     read = {f for (fs,) in _sql(home, "SELECT source_files FROM registry") for f in fs}
     assert files <= read
