@@ -70,6 +70,8 @@ def timed(label: str, source: list[Path] | None, home: Path) -> float:
         f"{info.metadata_changed:>6}  unchanged {info.unchanged:>6}  embedded {info.embedded:>6}  "
         f"vector_writes {info.vector_writes:>6}  status {info.status}"
     )
+    stages = sorted(info.seconds.items(), key=lambda kv: -kv[1])[:6]
+    print("    " + ", ".join(f"{stage} {s:.2f} s" for stage, s in stages))
     return seconds
 
 

@@ -211,3 +211,30 @@ def test_a_home_that_is_a_file_is_refused(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-m", "cli", "run", "--home", ""], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)  # fmt: skip
     assert done.returncode != 0 and "empty" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("tamper", ["metadata", "record"])
+def test_validate_refuses_an_index_that_does_not_hold_what_was_written(tmp_path: Path, tamper: str) -> None:
+    """Between index and publish, a written record is changed or removed behind the run's back: validate
+    refuses to publish (ValidationFailed), nothing is published, and the next run converges."""
+    from runs import stages
+    from runs.errors import ValidationFailed
+
+    home = tmp_path / "home"
+    state = stages.begin(home, [SAMPLE], holder="process")
+    try:
+        stages.extract_shard(state, 0)
+        stages.enrich(stages.registry(state))
+        stages.index(state)
+        collection = open_client(home / "chroma").get_collection(COLLECTION)
+        if tamper == "metadata":
+            collection.update(ids=["k1500000414:art156:0"], metadatas=[{"text_hash": "not-what-was-written"}])
+        else:
+            collection.delete(ids=["k1500000414:art156:0"])
+        with pytest.raises(ValidationFailed, match="read back do not match|the index holds"):
+            stages.validate(state)
+    finally:
+        stages.finish(state)
+    assert current_version(home) is None
+    again = run([SAMPLE], home)
+    assert again.status == "published" and _index_ids(home) == _published(home)

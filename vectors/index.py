@@ -128,8 +128,13 @@ def write_changes(
     vectors: Mapping[str, Any],
     progress: Callable[[int], None] | None = None,
     after_batch: Callable[[], None] | None = None,
+    indexed_rows: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> WriteResult:
-    """Upsert ``upserts`` (vector looked up by the row's text hash) and metadata-update ``updates``."""
+    """Upsert ``upserts`` (vector looked up by the row's text hash) and metadata-update ``updates``.
+
+    An update sends only the keys that changed. What the index holds now comes from ``indexed_rows`` (the
+    published rows, when the index is known to hold exactly them) without a read; otherwise it is read back
+    from Chroma batch by batch."""
     for ids in _batches(upserts, BATCH):
         collection.upsert(
             ids=ids,
@@ -142,12 +147,21 @@ def write_changes(
         if after_batch:
             after_batch()
     for ids in _batches(updates, BATCH):
-        stored = collection.get(ids=ids, include=["metadatas"])
-        old = {i: m or {} for i, m in zip(stored["ids"], stored["metadatas"], strict=True)}
+        old = _indexed_metadata(collection, ids, indexed_rows or {})
         collection.update(ids=ids, metadatas=[_changed_metadata(old.get(i, {}), rows[i]) for i in ids])
         if progress:
             progress(len(ids))
     return WriteResult(vector_writes=len(upserts), metadata_writes=len(updates))
+
+
+def _indexed_metadata(collection: Any, ids: list[str], known: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The metadata the index holds for ``ids``: from the known rows, reading Chroma only for the others."""
+    old: dict[str, Any] = {i: chunk_metadata(known[i]) for i in ids if i in known}
+    unknown = [i for i in ids if i not in old]
+    if unknown:
+        stored = collection.get(ids=unknown, include=["metadatas"])
+        old |= {i: m or {} for i, m in zip(stored["ids"], stored["metadatas"], strict=True)}
+    return old
 
 
 def _changed_metadata(old: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
