@@ -18,7 +18,7 @@ from enrich.lineage import amends_of, repeal_of
 from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
 from schemas.errors import ZanError
-from schemas.identifiers import doc_id_from_adilet, order_key
+from schemas.identifiers import article_order, doc_id_from_adilet, order_key
 
 
 class IdentityError(ZanError, ValueError):
@@ -152,14 +152,10 @@ def conflicts(kept: Requisites, other: Requisites) -> list[str]:
     return out
 
 
-def _label_order(label: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in label.split("-") if p.isdigit())
-
-
 def registry_row(entry: Entry) -> dict[str, Any]:
     """One row of ``REGISTRY_SCHEMA``."""
     r = entry.requisites
-    labels = sorted({lab for d in entry.documents for lab in d.article_labels}, key=_label_order)
+    labels = sorted({lab for d in entry.documents for lab in d.article_labels}, key=article_order)
     languages = sorted({d.language for d in entry.documents})
     return {
         "doc_id": entry.doc_id,

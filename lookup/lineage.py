@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schemas.identifiers import article_order
 from schemas.published import published_file
 
 _CHANGES = ("new_edition", "amended", "added")
@@ -83,9 +84,4 @@ class LineageIndex:
         seen: dict[tuple[str, str | None, str], Change] = {}
         for c in self.by_number.get(number, []):
             seen.setdefault((c.document, c.article, c.relation), c)
-        return sorted(seen.values(), key=lambda c: (c.document, _label_order(c.article), c.relation))
-
-
-def _label_order(label: str | None) -> tuple[int, ...]:
-    """«20-1» after «20», «100» after «99»."""
-    return tuple(int(p) for p in (label or "").split("-") if p.isdigit()) or (10**9,)
+        return sorted(seen.values(), key=lambda c: (c.document, article_order(c.article), c.relation))

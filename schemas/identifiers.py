@@ -119,6 +119,11 @@ def canonical_article_label(raw: str) -> str:
     return label + suffix.group(1).lower() if suffix else label
 
 
+def article_order(label: str | None) -> tuple[int, ...]:
+    """How article labels sort: «20» < «20-1» < «21» < «100»; a label with no number sorts last."""
+    return tuple(int(p) for p in (label or "").split("-") if p.isdigit()) or (10**9,)
+
+
 def article_number(label: str) -> int | None:
     """The plain article number of a label, or None for dashed labels (``127-2`` is not 127)."""
     return int(label) if label.isdigit() and len(label) <= 9 else None  # fits int32, whatever a file says
