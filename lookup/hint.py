@@ -14,7 +14,7 @@ ASK = "Спроси пользователя, какой нужен."
 REFUSE = "Скажи: «этого документа нет в моей базе». Не выдумывай."
 REFUSE_ARTICLE = "Скажи: «этой статьи нет в моей базе». Не выдумывай."
 # A document in force needs no remark; one that lost force must be said, so the answer does not cite it as law.
-_STATUS_WORDS = {"in_force": "", "updated": "", "unknown": "", "repealed": "УТРАТИЛ СИЛУ, не цитируй как действующий"}
+_STATUS_WORDS = {"in_force": "", "updated": "", "unknown": ""}  # repealed: repeal_words (when and by which act)
 NO_IDENTIFIER = "В вопросе нет номеров документов: источники найдены смысловым поиском, проверь их по тексту."
 
 

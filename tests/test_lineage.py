@@ -15,7 +15,7 @@ from enrich.query import connect
 from extractors.notes import TARGETS, parse_note
 from lookup.route import Lookup
 from runs.pipeline import run
-from tests.conftest import CORPUS, SAMPLE, corpus_file
+from tests.conftest import SAMPLE, corpus_file
 from vectors.index import COLLECTION, open_client
 
 D = dt.date
@@ -187,12 +187,6 @@ def test_a_new_note_is_a_metadata_only_update(tmp_path: Path) -> None:
     assert _sql(home, "SELECT last_amended, amended_by FROM chunks WHERE chunk_id = 'k1500000414:art156:0'") == [
         (D(2025, 7, 1), ["179-VII", "200-VIII"])
     ]
-
-
-def test_lineage_needs_the_corpus_or_says_so() -> None:
-    if not CORPUS.exists():
-        pytest.skip(f"real corpus {CORPUS} is absent")
-    assert (CORPUS / "adilet" / "rus" / "K1500000414.html").exists()
 
 
 def test_an_amending_act_says_what_it_amends(corpus_run) -> None:  # type: ignore[no-untyped-def]
