@@ -45,6 +45,18 @@ def imports(args: list[str]) -> Counter[str]:
     return by_package
 
 
+def bytecode_state() -> str:
+    """Whether the installed packages carry compiled bytecode: without it (a venv synced without
+    ``UV_COMPILE_BYTECODE`` where ``PYTHONDONTWRITEBYTECODE`` is set) every process compiles chromadb again."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("chromadb")
+    if spec is None or spec.origin is None:
+        return "chromadb not installed"
+    cached = Path(spec.origin).parent / "__pycache__"
+    return "compiled (make setup)" if any(cached.glob("*.pyc")) else "NOT compiled: run `make setup`"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--home", type=Path, help="a built home (default: build the bundled corpus in a temp dir)")
@@ -62,7 +74,7 @@ def main() -> None:
         "lookup": ["-m", "cli", "lookup", "ст. 182 ТК РК", "--home", str(home)],
         "refusal": ["-m", "cli", "lookup", "Приказ №999", "--home", str(home)],  # nothing to fetch: no chromadb
     }
-    print(f"bare python start: {python:.3f} s (median of {args.runs})")
+    print(f"bare python start: {python:.3f} s (median of {args.runs}); installed packages: {bytecode_state()}")
     for name, command in commands.items():
         seconds = wall([sys.executable, *command], args.runs)
         verdict = "pass" if seconds < GOALS[name] else "FAIL"
