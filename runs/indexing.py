@@ -5,11 +5,15 @@ the next run reconciles (:mod:`runs.changes`)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from runs.build import Scope
 from runs.changes import DIRTY, check_shrink, chunk_state, count_classes, in_scope_chunks, load_diff, save_diff
@@ -18,20 +22,30 @@ from runs.errors import RunError, ValidationFailed
 from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from vectors.embed import Embedder, make_embedder
-from vectors.index import LazyClient, WriteResult, collection_embedder, get_collection, index_state, write_changes
+from vectors.index import (
+    LazyClient,
+    WriteResult,
+    collection_embedder,
+    get_collection,
+    index_state,
+    write_changes,
+)
 from vectors.repair import check_room, ensure_healthy, index_bytes
-from vectors.store import VectorStore, vectors_for
+from vectors.store import VectorStore
 
 
 def index(state_path: Path | str, embedder: Embedder | None = None, progress: Progress | None = None) -> RunInfo:
-    """Diff against the index, check the shrink gate, embed what is new, write what changed."""
+    """Diff against the index, check the shrink gate, embed what is new, write what changed.
+
+    Only ids and hashes are read whole; texts, metadata and vectors go through in blocks of :data:`BLOCK`
+    rows (read from the staged parquet, embedded, stored, written), so memory does not grow with the corpus."""
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
     if embedder.id != state.embedder_id:
         raise RunError(f"run {state.run_id} was planned for {state.embedder_id}, not {embedder.id}")
     previous = Published.load(home, state.previous) if state.previous else None
-    registry, enriched, _ = state.tables()
+    keys = state.columns("enriched_chunks", ["chunk_id", "doc_id", "text_hash", "meta_hash"])
     client = LazyClient(home, state.chroma_url)
     if not state.chroma_url and not options.dry_run:
         with timed(info, "repair"):
@@ -40,60 +54,129 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
             info.repairs.append(repaired)
     with timed(info, "diff"):
         scope = Scope.from_json(state.scope)
-        force = in_scope_chunks(enriched, scope, set(state.rebuilt)) if options.force_reembed else ()
-        diff = classify(_index_before(home, previous, client, embedder), chunk_state(enriched), force)
+        force = in_scope_chunks(keys, scope, set(state.rebuilt)) if options.force_reembed else ()
+        diff = classify(_index_before(home, previous, client, embedder), chunk_state(keys), force)
         save_diff(state, diff)
         count_classes(info, diff)
-        check_shrink(previous, registry, diff, options)
-    rows = {row["chunk_id"]: row for row in enriched.to_pylist()} if diff.to_embed or diff.metadata_changed else {}
-    texts = {rows[i]["text_hash"]: rows[i]["text"] for i in diff.to_embed}
+        check_shrink(previous, state.columns("registry", ["doc_id"]), diff, options)
+    store = VectorStore(home, embedder.id)
     if options.dry_run:
-        known = set() if options.force_reembed else set(VectorStore(home, embedder.id).get(list(texts)))
-        info.embedded, info.status = len(set(texts) - known), RunStatus.DRY_RUN
+        hashes = set(_hashes_of(keys, diff.to_embed))
+        info.embedded = len(hashes if options.force_reembed else hashes - store.hashes())
+        info.status = RunStatus.DRY_RUN
         state.update(info, Stage.INDEXED)
         return info
-    if texts or diff.metadata_changed:
-        text_bytes = sum(len(t.encode("utf-8")) for t in texts.values())
+    if diff.to_embed or diff.metadata_changed:
+        path = state.tables_folder() / "enriched_chunks.parquet"
+        unique = len(set(_hashes_of(keys, diff.to_embed)))
         dim = int(getattr(embedder, "dim", 1024))
-        check_room(home, index_bytes(len(diff.to_embed), text_bytes, dim) + 4 * dim * len(texts),
-                   f"index {len(diff.to_embed)} chunks")  # fmt: skip
-        with timed(info, "embed"):
-            store = VectorStore(home, embedder.id)
-            vectors, info.embedded = vectors_for(texts, store, embedder, state.run_id, force=options.force_reembed)
-        with timed(info, "index"):
-            collection = get_collection(client.get(), embedder)
-            indexed = _indexed_rows(home, previous, embedder, diff.metadata_changed)
-            written = apply_changes(home, state.run_id, collection, rows, diff, vectors, progress, indexed)
-            info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
+        needed = index_bytes(len(diff.to_embed), _text_bytes(path, diff.to_embed), dim) + 4 * dim * unique
+        check_room(home, needed, f"index {len(diff.to_embed)} chunks")
+        collection = get_collection(client.get(), embedder)
+        written, info.embedded = stream_changes(
+            home, state.run_id, collection, path, diff, embedder, store, force=options.force_reembed,
+            progress=progress, indexed=functools.partial(_indexed_rows, home, previous, embedder), info=info,
+        )  # fmt: skip
+        info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, Stage.INDEXED)
     return info
 
 
-def apply_changes(
+BLOCK = 10_000  # rows read, embedded and written at a time by :func:`stream_changes`
+
+
+def stream_changes(
     home: Path,
     run_id: str,
     collection: Any,
-    rows: dict[str, dict[str, Any]],
+    enriched_path: Path,
     diff: ChunkDiff,
-    vectors: dict[str, Any],
+    embedder: Embedder,
+    store: VectorStore,
+    *,
+    force: bool = False,
     progress: Progress | None = None,
-    indexed_rows: dict[str, dict[str, Any]] | None = None,
-) -> WriteResult:
-    """Mark the index dirty (it may now differ from CURRENT), then upsert new text and update changed
-    metadata (``indexed_rows``: what the index holds, when known). Deletes are the caller's, after it moves
-    CURRENT. Shared by runs and rollbacks."""
+    indexed: Callable[[list[str]], dict[str, dict[str, Any]] | None] | None = None,
+    info: RunInfo | None = None,
+) -> tuple[WriteResult, int]:
+    """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
+    chunks: vectors for the new text (stored ones reused, the rest embedded and stored before the write),
+    upserts, and metadata-only updates (``indexed`` gives what the index holds for ids, when known). Returns
+    the writes and how many texts were embedded. Deletes are the caller's, after it moves CURRENT. Shared by
+    runs and rollbacks."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
-    done, total = [0], len(diff.to_embed) + len(diff.metadata_changed)
+    upserts, updates = set(diff.to_embed), set(diff.metadata_changed)
+    known = set() if force or not upserts else store.hashes()
+    done, total = [0], len(upserts) + len(updates)
+    clock = info or RunInfo(run_id=run_id)
 
     def step(n: int) -> None:
         done[0] += n
         if progress:
             progress("index", done[0], total)
 
-    return write_changes(
-        collection, rows, diff.to_embed, diff.metadata_changed, vectors, step, lambda: failpoint("index"),
-        indexed_rows,
-    )  # fmt: skip
+    embedded = vector_writes = metadata_writes = 0
+    for block, rows in enumerate(_blocks(enriched_path, sorted(upserts | updates))):
+        ups = [i for i in rows if i in upserts]
+        upd = [i for i in rows if i in updates]
+        with timed(clock, "embed"):
+            texts = {rows[i]["text_hash"]: rows[i]["text"] for i in ups}
+            vectors, fresh = block_vectors(texts, store, known, embedder, run_id, block)
+            known |= set(fresh)
+            embedded += len(fresh)
+        with timed(clock, "index"):
+            held = indexed(upd) if indexed and upd else None
+            written = write_changes(collection, rows, ups, upd, vectors, step, lambda: failpoint("index"), held)
+        vector_writes += written.vector_writes
+        metadata_writes += written.metadata_writes
+    return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
+
+
+def block_vectors(
+    texts: dict[str, str], store: VectorStore, known: set[str], embedder: Embedder, run_id: str, block: int
+) -> tuple[dict[str, np.ndarray], list[str]]:
+    """Vectors for one block's ``{text_hash: text}``: the stored ones among ``known`` read back, the rest
+    embedded (256 at a time) and stored as this block's part before anything is written to the index (a
+    run killed after embedding does not embed them again). Returns the vectors and the hashes embedded."""
+    vectors = store.get([h for h in texts if h in known])
+    missing = [h for h in texts if h not in vectors]
+    fresh: dict[str, np.ndarray] = {}
+    for start in range(0, len(missing), 256):
+        part = missing[start : start + 256]
+        fresh.update(zip(part, embedder.embed([texts[h] for h in part]), strict=True))
+    if fresh:
+        store.put(run_id, fresh, block=block)
+    return vectors | fresh, missing
+
+
+def _blocks(path: Path, ids: list[str]) -> Iterator[dict[str, dict[str, Any]]]:
+    """The rows of ``ids`` (chunk_id → row), :data:`BLOCK` at a time, in file order."""
+    wanted = pa.array(ids, pa.string())
+    rows: dict[str, dict[str, Any]] = {}
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BLOCK):
+        picked = batch.filter(pc.is_in(batch.column("chunk_id"), value_set=wanted))
+        rows.update((r["chunk_id"], r) for r in picked.to_pylist())
+        if len(rows) >= BLOCK:
+            yield rows
+            rows = {}
+    if rows:
+        yield rows
+
+
+def _hashes_of(keys: pa.Table, ids: list[str]) -> list[str]:
+    picked = keys.filter(pc.is_in(keys.column("chunk_id"), value_set=pa.array(ids, pa.string())))
+    return [str(h) for h in picked.column("text_hash").to_pylist()]
+
+
+def _text_bytes(path: Path, ids: list[str]) -> int:
+    """UTF-8 bytes of the texts of ``ids``, read a row group at a time (the disk-room check needs it)."""
+    if not ids:
+        return 0
+    wanted, total = pa.array(ids, pa.string()), 0
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BLOCK, columns=["chunk_id", "text"]):
+        texts = batch.filter(pc.is_in(batch.column("chunk_id"), value_set=wanted)).column("text")
+        total += int(pc.sum(pc.binary_length(texts)).as_py() or 0)
+    return total
 
 
 def validate(state_path: Path | str) -> RunInfo:

@@ -32,7 +32,7 @@ from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embed import Embedder, HashingEmbedder
 from vectors.index import delete_ids, get_collection, index_state, open_client
-from vectors.store import VectorStore, vectors_for
+from vectors.store import VectorStore
 
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
 
@@ -101,10 +101,10 @@ def rollback(
         diff = classify(index_state(collection), chunk_state(enriched))
         count_classes(info, diff)
         info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
-        rows = {row["chunk_id"]: row for row in enriched.to_pylist()}
-        texts = {rows[i]["text_hash"]: rows[i]["text"] for i in diff.to_embed}
-        vectors, info.embedded = vectors_for(texts, VectorStore(home, embedder.id), embedder, info.run_id)
-        written = stages.apply_changes(home, info.run_id, collection, rows, diff, vectors, progress)
+        store = VectorStore(home, embedder.id)
+        written, info.embedded = stages.stream_changes(home, info.run_id, collection,
+                                                       folder / "enriched_chunks.parquet", diff, embedder, store,
+                                                       progress=progress, info=info)  # fmt: skip
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
         set_current(home, target)
         delete_ids(collection, diff.deleted)

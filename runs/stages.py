@@ -47,8 +47,8 @@ from runs.build import (
 from runs.changes import DIRTY, load_diff, same_tables
 from runs.errors import RunError, ShrinkRefused
 from runs.failpoints import failpoint
-from runs.indexing import apply_changes as apply_changes
 from runs.indexing import index as index
+from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
 from runs.lease import Busy as Busy
 from runs.report import build_report, write_report

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet
 from runs.versions import staging_dir, write_text_atomic
@@ -223,6 +224,15 @@ class RunState:
         state = cls(**json.loads(Path(path).read_text("utf-8")))
         state.stage = Stage(state.stage)
         return state
+
+    def tables_folder(self) -> Path:
+        """Where the run's version's tables are: staged, or the published version's when identical."""
+        home = Path(self.home)
+        return versions_dir(home) / self.previous if self.same and self.previous else staging_dir(home, self.run_id)
+
+    def columns(self, table: str, columns: list[str]) -> pa.Table:
+        """Only ``columns`` of one of the version's tables (ids and hashes: no text is read)."""
+        return pq.read_table(self.tables_folder() / f"{table}.parquet", columns=columns)
 
     def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
         """(registry, enriched, rejects) of the run's version: staged, or the published one when identical;

@@ -17,7 +17,6 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from enrich.storage import write_parquet_atomic
-from vectors.embed import Embedder
 
 VECTOR_SCHEMA = pa.schema(
     [pa.field("text_hash", pa.string(), nullable=False), pa.field("vector", pa.list_(pa.float32()))]
@@ -44,9 +43,17 @@ class VectorStore:
             for i, text_hash in enumerate(table.column("text_hash").to_pylist())
         }
 
-    def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000) -> None:
+    def hashes(self) -> set[str]:
+        """Every stored text hash (one string column read; no vector is loaded)."""
+        parts = sorted(self.folder.glob("part-*.parquet")) if self.folder.exists() else []
+        if not parts:
+            return set()
+        return set(ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(columns=["text_hash"]).column(0).to_pylist())
+
+    def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000, block: int = 0) -> None:
         """Store ``vectors`` as float32 straight from numpy (no Python floats), one parquet part per
-        ``part_rows`` vectors (list offsets stay far inside int32, and no part is huge)."""
+        ``part_rows`` vectors (list offsets stay far inside int32, and no part is huge). A run that stores
+        block by block numbers its blocks: each is its own part."""
         items = list(vectors.items())
         for n, start in enumerate(range(0, len(items), part_rows)):
             batch = items[start : start + part_rows]
@@ -56,24 +63,5 @@ class VectorStore:
             flat = pa.array(np.concatenate(arrays), type=pa.float32())
             column = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat)
             table = pa.table({"text_hash": [h for h, _ in batch], "vector": column}, schema=VECTOR_SCHEMA)
-            name = f"part-{run_id}.parquet" if n == 0 else f"part-{run_id}-{n}.parquet"
+            name = f"part-{run_id}{f'-b{block}' if block else ''}{f'-{n}' if n else ''}.parquet"
             write_parquet_atomic(table, self.folder / name, VECTOR_SCHEMA, "vectors")
-
-
-def vectors_for(
-    texts: dict[str, str], store: VectorStore, embedder: Embedder, run_id: str, force: bool = False
-) -> tuple[dict[str, np.ndarray], int]:
-    """Vectors for ``{text_hash: text}``: from the store, embedding only what it lacks (or all, forced).
-
-    Returns the vectors and how many texts were sent to the embedder. New vectors are stored first, so a
-    run killed after embedding does not embed them again.
-    """
-    known = {} if force else store.get(list(texts))
-    missing = [h for h in texts if h not in known]
-    fresh: dict[str, np.ndarray] = {}
-    for start in range(0, len(missing), 256):
-        batch = missing[start : start + 256]
-        for text_hash, vector in zip(batch, embedder.embed([texts[h] for h in batch]), strict=True):
-            fresh[text_hash] = vector
-    store.put(run_id, fresh)
-    return known | fresh, len(missing)
