@@ -6,12 +6,15 @@ index could never be reached by a lookup and would silently answer a vector sear
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 import pyarrow as pa
 
 from enrich.metadata import meta_hash
+from enrich.storage import STREAM_ROWS, write_parquet_stream
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK, conform
 
 
@@ -27,6 +30,29 @@ def enrich_tables(registry: pa.Table, chunks: pa.Table) -> JoinResult:
         con.register("chunks", chunks)
         con.register("registry", registry)
         return _join(con)
+
+
+def join_files(registry: pa.Table, chunks: Path, out: Path, memory_limit: str = "512MB") -> pa.Table:
+    """The same join streamed: the chunks parquet at ``chunks`` joined with ``registry`` into ``out``
+    (``ENRICHED_CHUNK_SCHEMA``, in no particular order), batch by batch with DuckDB under ``memory_limit``;
+    returns the orphans (chunk_id, doc_id, source_file)."""
+    with duckdb.connect(config={"memory_limit": memory_limit}) as con:
+        con.register("registry", registry)
+        con.read_parquet(str(chunks)).create_view("chunks")
+        chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
+        reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
+        query = f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id)"
+        reader = con.sql(query).to_arrow_reader(STREAM_ROWS)
+        write_parquet_stream(_hashed(reader), out, ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
+        return con.sql(
+            "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
+        ).to_arrow_table()
+
+
+def _hashed(batches: pa.RecordBatchReader) -> Iterator[pa.Table]:
+    for batch in batches:
+        hashes = pa.array([meta_hash(row) for row in batch.to_pylist()], pa.string())
+        yield pa.Table.from_batches([batch]).append_column("meta_hash", hashes)
 
 
 def _join(con: duckdb.DuckDBPyConnection) -> JoinResult:

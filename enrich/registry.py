@@ -90,7 +90,7 @@ def evidence_rank(document: Document) -> tuple[int, int, int, int, str]:
     authority, then the text's length, then requisites present; the path only breaks an exact tie, so the
     choice never depends on which folder sorts first."""
     r = document.requisites
-    size = sum(len(p) for u in document.units for p in u.paragraphs)
+    size = document.text_size
     stated = sum(bool(v) for v in (r.doc_title, r.order_number or r.law_zrk, r.date_approved, r.issuer, r.adilet_id))
     authority = len(AUTHORITY) - AUTHORITY.index(document.parser) if document.parser in AUTHORITY else 0
     return (len(document.article_labels), authority, size, stated, document.source_file)

@@ -105,15 +105,42 @@ class Document:
     evidence: list[str] = field(default_factory=list)  # why that extractor was chosen
     headings: HeadingTally = field(default_factory=HeadingTally)
     notices: list[str] = field(default_factory=list)  # facts the run report should show (status not stated…)
+    outline: Outline | None = None  # set on a header (:meth:`header`): the facts of the units it no longer holds
 
     @property
     def article_labels(self) -> list[str]:
         """The act's own articles; an annex's articles (a ratified treaty's) are not the act's."""
+        if self.outline is not None:
+            return list(self.outline.article_labels)
         return [u.label for u in self.units if u.kind == "article" and u.label and not u.annex]
 
     @property
     def annex_titles(self) -> list[str]:
+        if self.outline is not None:
+            return list(self.outline.annex_titles)
         return [u.heading or "" for u in self.units if u.kind == "annex"]
+
+    @property
+    def text_size(self) -> int:
+        """Characters of text in the document's units."""
+        if self.outline is not None:
+            return self.outline.text_size
+        return sum(len(p) for u in self.units for p in u.paragraphs)
+
+    def header(self) -> Document:
+        """The document without its units: what grouping documents into registry entries needs (requisites,
+        source, articles, size), a few hundred bytes where the whole text may be megabytes."""
+        outline = Outline(tuple(self.article_labels), tuple(self.annex_titles), self.text_size)
+        return dataclasses.replace(self, units=[], outline=outline)
+
+
+@dataclass(frozen=True)
+class Outline:
+    """What a document header keeps of its units."""
+
+    article_labels: tuple[str, ...]
+    annex_titles: tuple[str, ...]
+    text_size: int
 
 
 class ExtractError(ZanError, ValueError):

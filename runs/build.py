@@ -20,19 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from enrich.chunking import chunk_document
-from enrich.join import enrich_tables
-from enrich.lineage import lineage_table, with_replacements
-from enrich.registry import IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import table_from_rows
-from extractors.discover import extract_file, max_file_bytes, scan
-from extractors.model import Document
+from extractors.discover import max_file_bytes, scan
 from runs.errors import RunError
 from runs.state import Published
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
-from schemas.identifiers import order_key
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REJECT_SCHEMA
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]
@@ -151,9 +144,11 @@ def _widened(
 
 @dataclass
 class Built:
+    """A version's tables: the registry in memory, the chunk tables as files (they can be large)."""
+
     registry: pa.Table
-    chunks: pa.Table
-    enriched: pa.Table
+    chunks: Path
+    enriched: Path
     rejects: list[dict[str, Any]]
     rebuilt: set[str]  # doc_ids extracted this run
     reused: set[str]  # doc_ids in scope taken over unchanged
@@ -177,115 +172,6 @@ def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()
     return Prepared(keys, reused, pending)
 
 
-def extract_files(
-    files: list[Path], run_id: str, progress: Progress | None = None
-) -> tuple[dict[str, Document], list[dict[str, Any]]]:
-    """Extract ``files`` (one shard of a run): documents by source file, and rejects for the rest."""
-    documents: dict[str, Document] = {}
-    rejects = _extract(files, documents, run_id, progress)
-    return documents, rejects
-
-
-def build(
-    scope: Scope,
-    previous: Published | None,
-    run_id: str,
-    only: tuple[str, ...] = (),
-    progress: Progress | None = None,
-) -> Built:
-    """Prepare, extract and assemble in one call (what a run does when it is not split into tasks)."""
-    prepared = prepare(scope, previous, only)
-    documents, rejects = extract_files(prepared.pending, run_id, progress)
-    return assemble(scope, previous, run_id, prepared, documents, rejects, only)
-
-
-@dataclass
-class Rebuilt:
-    """The registry stage's output: rows and chunks of the documents this run rebuilt."""
-
-    registry: pa.Table
-    chunks: pa.Table
-    rejects: list[dict[str, Any]]
-    reused: set[str]
-    extracted: int
-
-
-def assemble(
-    scope: Scope,
-    previous: Published | None,
-    run_id: str,
-    prepared: Prepared,
-    documents: dict[str, Document],
-    rejects: list[dict[str, Any]],
-    only: tuple[str, ...] = (),
-) -> Built:
-    """The new version's tables: carried-over and reused documents as published, the rest rebuilt."""
-    rebuilt = registry_of(scope, previous, run_id, prepared, documents, rejects, only)
-    return enrich_version(scope, previous, run_id, rebuilt, prepared.keys)
-
-
-def registry_of(
-    scope: Scope,
-    previous: Published | None,
-    run_id: str,
-    prepared: Prepared,
-    documents: dict[str, Document],
-    rejects: list[dict[str, Any]],
-    only: tuple[str, ...] = (),
-) -> Rebuilt:
-    """Registry rows and chunks of the extracted documents, merged across sources and languages. A file
-    that joins a reused document (another source, another language of the same act) rebuilds that one."""
-    reused, rejects = set(prepared.reused), list(rejects) + skipped_rejects(run_id, scope.skipped)
-    failed_reads = {r["source_file"] for r in rejects}
-    while True:
-        registry_new, chunks_new, build_rejects = _registry_and_chunks(list(documents.values()), run_id)
-        clash = _clashes(registry_new, reused, previous)
-        if not clash:
-            break
-        reused -= clash
-        more = [f for f in scope.files if str(f) not in documents and str(f) not in failed_reads
-                and _needs_reading(f, reused, previous)]  # fmt: skip
-        extra_docs, extra_rejects = extract_files(more, run_id)
-        documents.update(extra_docs)
-        rejects += extra_rejects
-        failed_reads |= {r["source_file"] for r in extra_rejects}
-    if only:
-        registry_new, chunks_new = (_select(t, set(only)) for t in (registry_new, chunks_new))
-    if scope.files and not documents and not reused:
-        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
-        raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
-    return Rebuilt(registry_new, chunks_new, rejects + build_rejects, reused, len(documents))
-
-
-def enrich_version(
-    scope: Scope, previous: Published | None, run_id: str, rebuilt: Rebuilt, keys: dict[str, str]
-) -> Built:
-    """Join the registry's identifier fields onto the rebuilt chunks (DuckDB), then combine them with the
-    published documents that stay as they are."""
-    joined = enrich_tables(rebuilt.registry, rebuilt.chunks)
-    rejects = rebuilt.rejects + [
-        _reject(
-            run_id,
-            "enrich",
-            r["source_file"],
-            r["doc_id"],
-            f"doc_id {r['doc_id']!r} is not in the registry",
-            r["chunk_id"],
-        )  # fmt: skip
-        for r in joined.orphans.to_pylist()
-    ]
-    rebuilt_ids = set(rebuilt.registry.column("doc_id").to_pylist())
-    failed = {r["source_file"] for r in rejects if r["stage"] == "extract"}
-    carried = _carried(scope, previous, rebuilt_ids, rebuilt.reused, failed)
-    registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
-    chunks = _combine(previous.chunks if previous else None, carried, rebuilt.chunks, "chunk_id")
-    enriched = _combine(previous.enriched if previous else None, carried, joined.enriched, "chunk_id")
-    lineage = lineage_table(chunks, registry)  # the whole version's: acting acts resolve in its registry
-    registry = with_replacements(registry, lineage)
-    merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
-    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
-
-
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:
     """Published documents in scope whose every source file is here, unchanged, read by the same code."""
     if previous is None:
@@ -300,23 +186,6 @@ def _needs_reading(path: Path, reused: set[str], previous: Published | None) -> 
     return not owners or not owners <= reused
 
 
-def _clashes(registry_new: pa.Table, reused: set[str], previous: Published | None) -> set[str]:
-    """Reused documents that a freshly read file also builds (same doc_id or same act)."""
-    if not reused or previous is None or not registry_new.num_rows:
-        return set()
-    built_ids = set(registry_new.column("doc_id").to_pylist())
-    built_acts = {_act(r) for r in registry_new.to_pylist()} - {None}
-    acts = {d: _act(r) for d, r in previous.registry_rows().items() if d in reused}
-    return {d for d in reused if d in built_ids or (acts.get(d) is not None and acts[d] in built_acts)}
-
-
-def _act(row: dict[str, Any]) -> tuple[str, str, str, str] | None:
-    number = row["law_zrk"] or (order_key(row["order_number"]) if row["order_number"] else None)
-    if not (row["doc_type"] and row["issuer"] and number and row["date_approved"]):
-        return None
-    return (row["doc_type"], row["issuer"], number, str(row["date_approved"]))
-
-
 def _carried(
     scope: Scope, previous: Published | None, rebuilt: set[str], reused: set[str], failed: set[str]
 ) -> set[str]:
@@ -329,72 +198,6 @@ def _carried(
     owners = previous.file_owners()
     kept = {d for f in failed for d in owners.get(f, set())}
     return (reused | outside | kept) - rebuilt
-
-
-def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key: str) -> pa.Table:
-    if published is None or not carried:
-        return fresh.sort_by(key)
-    kept = published.filter(pc.is_in(published.column("doc_id"), pa.array(sorted(carried), pa.string())))
-    return pa.concat_tables([kept, fresh.cast(kept.schema)]).sort_by(key)
-
-
-def _select(table: pa.Table, doc_ids: set[str]) -> pa.Table:
-    return table.filter(pc.is_in(table.column("doc_id"), pa.array(sorted(doc_ids), pa.string())))
-
-
-def _extract(
-    files: list[Path], documents: dict[str, Document], run_id: str, progress: Progress | None
-) -> list[dict[str, Any]]:
-    rejects = []
-    for n, path in enumerate(files, start=1):
-        outcome = extract_file(path)
-        if outcome.document:
-            documents[str(path)] = outcome.document
-        else:
-            reason = outcome.error or "unknown error"
-            rejects.append(_reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
-        if progress:
-            progress("extract", n, len(files))
-    return rejects
-
-
-def _registry_and_chunks(documents: list[Document], run_id: str) -> tuple[pa.Table, pa.Table, list[dict[str, Any]]]:
-    rejects: list[dict[str, Any]] = []
-    usable = []
-    for document in documents:
-        try:
-            doc_id_for(document.requisites)
-            usable.append(document)
-        except IdentityError as exc:
-            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
-    entries, displaced = build_registry(usable)
-    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
-                for d in displaced]  # fmt: skip
-    rows: list[dict[str, Any]] = []
-    chunk_rows: list[dict[str, Any]] = []
-    seen: dict[str, str] = {}
-    for entry in sorted(entries.values(), key=lambda e: e.doc_id):
-        try:  # one document's odd content rejects that document only
-            row, chunks = registry_row(entry), [c for d in entry.documents for c in chunk_document(entry.doc_id, d)]
-            table_from_rows([row], REGISTRY_SCHEMA, "registry")
-            table_from_rows(chunks, CHUNK_SCHEMA, "chunks")
-        except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
-            for document in entry.documents:
-                reason = f"cannot be stored: {type(exc).__name__}: {exc}"
-                rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
-                                       error=type(exc).__name__))  # fmt: skip
-            continue
-        clash = next((c for c in chunks if c["chunk_id"] in seen), None)
-        if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
-            reason = f"chunk id {clash['chunk_id']!r} already comes from {seen[clash['chunk_id']]}"
-            rejects.append(_reject(run_id, "chunk", clash["source_file"], entry.doc_id, reason, error="DuplicateChunk"))
-            continue
-        seen.update((c["chunk_id"], c["source_file"]) for c in chunks)
-        rows.append(row)
-        chunk_rows += chunks
-    chunk_rows.sort(key=lambda c: c["chunk_id"])
-    registry = table_from_rows(rows, REGISTRY_SCHEMA, "registry")
-    return registry, table_from_rows(chunk_rows, CHUNK_SCHEMA, "chunks"), rejects
 
 
 def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.Table:
@@ -444,4 +247,4 @@ def skipped_rejects(run_id: str, skipped: list[tuple[str, str]]) -> list[dict[st
     return [_reject(run_id, "discover", path, None, reason, error="Skipped") for path, reason in skipped]
 
 
-__all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "build", "carry_rejects", "plan_scope"]
+__all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "carry_rejects", "plan_scope"]

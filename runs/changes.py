@@ -8,6 +8,8 @@ marks an index that may differ from the published version (a run wrote to it and
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -17,6 +19,7 @@ from enrich.storage import write_parquet_atomic
 from runs.diff import CLASSES, ChangeClass, ChunkDiff
 from runs.errors import ShrinkRefused
 from runs.state import Published, RunInfo, RunOptions, RunState
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, conform
 
 if TYPE_CHECKING:
     from runs.build import Scope
@@ -57,11 +60,38 @@ def count_classes(info: RunInfo, diff: ChunkDiff) -> None:
     info.unchanged, info.deleted = counts[ChangeClass.UNCHANGED], counts[ChangeClass.DELETED]
 
 
-def same_tables(previous: Published, registry: pa.Table, enriched: pa.Table, rejects: pa.Table) -> bool:
-    """The run rebuilt exactly the published version (its rejects compared without their run ids)."""
+def same_tables(previous: Published, registry: pa.Table, enriched: Path, rejects: pa.Table) -> bool:
+    """The run rebuilt exactly the published version (its rejects compared without their run ids); the
+    enriched chunks are compared file against file, a batch at a time."""
     drop = [c for c in ("run_id",) if c in rejects.column_names]
-    same = registry.equals(previous.registry) and enriched.equals(previous.enriched)
-    return bool(same and rejects.drop_columns(drop).equals(previous.rejects.drop_columns(drop)))
+    if not registry.equals(previous.registry):
+        return False
+    if not rejects.drop_columns(drop).equals(previous.rejects.drop_columns(drop)):
+        return False
+    return same_rows(enriched, previous.folder / "enriched_chunks.parquet")
+
+
+def same_rows(a: Path, b: Path, batch: int = 16_384) -> bool:
+    """Two enriched-chunk files hold equal rows in the same order (each read in batches, checked against the
+    contract; row groups may differ)."""
+    if pq.ParquetFile(a).metadata.num_rows != pq.ParquetFile(b).metadata.num_rows:
+        return False
+    left, right = _rows(a, batch), _rows(b, batch)
+    x = y = None
+    while True:
+        x = x if x is not None and x.num_rows else next(left, None)
+        y = y if y is not None and y.num_rows else next(right, None)
+        if x is None or y is None:
+            return x is None and y is None
+        n = min(x.num_rows, y.num_rows)
+        if not x.slice(0, n).equals(y.slice(0, n)):
+            return False
+        x, y = x.slice(n), y.slice(n)
+
+
+def _rows(path: Path, batch: int) -> Iterator[pa.Table]:
+    for part in pq.ParquetFile(path).iter_batches(batch_size=batch):
+        yield conform(pa.Table.from_batches([part]), ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
 
 
 def in_scope_chunks(enriched: pa.Table, scope: Scope, rebuilt: set[str]) -> list[str]:
@@ -81,11 +111,12 @@ def check_shrink(previous: Published | None, registry: pa.Table, diff: ChunkDiff
     before = set(previous.registry.column("doc_id").to_pylist())
     gone = sorted(before - set(registry.column("doc_id").to_pylist()))
     doc_share = len(gone) / max(1, len(before))
-    chunk_share = len(diff.deleted) / max(1, previous.enriched.num_rows)
+    chunks_before = previous.chunk_count
+    chunk_share = len(diff.deleted) / max(1, chunks_before)
     if doc_share > options.max_shrink or chunk_share > options.max_shrink:
         listed = ", ".join(gone[:10]) + (" …" if len(gone) > 10 else "")
         raise ShrinkRefused(
             f"refusing to publish: the run would delete {len(gone)} of {len(before)} documents ({doc_share:.0%}) "
-            f"and {len(diff.deleted)} of {previous.enriched.num_rows} chunks ({chunk_share:.0%}), over the "
+            f"and {len(diff.deleted)} of {chunks_before} chunks ({chunk_share:.0%}), over the "
             f"{options.max_shrink:.0%} limit; pass --allow-shrink if this is intended. Documents: {listed or '-'}"
         )

@@ -49,7 +49,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     client = LazyClient(home, state.chroma_url)
     if not state.chroma_url and not options.dry_run:
         with timed(info, "repair"):
-            repaired = ensure_healthy(home, embedder, previous.enriched if previous else None)
+            repaired = ensure_healthy(home, embedder, lambda: previous.enriched if previous else None)
         if repaired:
             info.repairs.append(repaired)
     with timed(info, "diff"):
@@ -180,27 +180,28 @@ def _text_bytes(path: Path, ids: list[str]) -> int:
 
 
 def validate(state_path: Path | str) -> RunInfo:
-    """Contracts of the staged tables, and a read-back of every chunk this run wrote to the index."""
+    """Contracts of the staged tables (each was checked against its schema as it was written; here: unique
+    ids, no orphan chunks), and a read-back of what this run wrote to the index."""
     state = RunState.load(state_path)
     info = state.run_info()
     if info.status == RunStatus.DRY_RUN:
         return info
     with timed(info, "validate"):
-        registry, enriched, _ = state.tables()  # read_parquet checks each table against its schema
-        doc_ids = registry.column("doc_id").to_pylist()
-        chunk_ids = enriched.column("chunk_id").to_pylist()
+        keys = state.columns("enriched_chunks", ["chunk_id", "doc_id", "text_hash", "meta_hash"])
+        doc_ids = state.columns("registry", ["doc_id"]).column("doc_id").to_pylist()
+        chunk_ids = keys.column("chunk_id").to_pylist()
         problems = []
         if len(set(doc_ids)) != len(doc_ids):
             problems.append("duplicate doc_id in the registry")
         if len(set(chunk_ids)) != len(chunk_ids):
             problems.append("duplicate chunk_id in the chunks")
-        orphans = set(enriched.column("doc_id").to_pylist()) - set(doc_ids)
+        orphans = set(keys.column("doc_id").to_pylist()) - set(doc_ids)
         if orphans:
             problems.append(f"chunks of documents not in the registry: {sorted(orphans)[:5]}")
         diff = load_diff(state)
         written = diff.to_embed + diff.metadata_changed
         if written:
-            problems += _read_back(state, enriched, written, len(diff.deleted))
+            problems += _read_back(state, keys, written, len(diff.deleted))
         if problems:
             raise ValidationFailed(f"run {state.run_id} not published: " + "; ".join(problems))
     state.update(info, Stage.VALIDATED)
@@ -249,7 +250,7 @@ def _index_before(
     embedder: it is rebuilt), so the diff converges on the truth."""
     clean = previous is not None and not (home / DIRTY).exists() and previous.manifest.embedder == embedder.id
     if clean and previous is not None:
-        return chunk_state(previous.enriched)
+        return chunk_state(previous.keys())
     if collection_embedder(client.get()) != embedder.id:
         return {}
     return index_state(client.collection())

@@ -31,6 +31,7 @@ COVERAGE_FIELDS = tuple(f for f in REGISTRY_FIELDS_ON_CHUNK if f not in ("doc_ti
     "code_articles",
     "article_labels",
 )
+REPORT_COLUMNS = ("chunk_id", "doc_id", "doc_type", "source_file", *COVERAGE_FIELDS)  # what the report reads
 
 
 def build_report(
@@ -52,7 +53,7 @@ def build_report(
         by_type[doc_type or "unknown"][classes.get(chunk_id, "unchanged")] += 1
         by_source[folder(source)][classes.get(chunk_id, "unchanged")] += 1
     if previous is not None and diff.deleted:
-        old = previous.enriched.select(["chunk_id", "doc_type", "source_file"]).to_pydict()
+        old = previous.keys(("chunk_id", "doc_type", "source_file")).to_pydict()
         gone = set(diff.deleted)
         for chunk_id, doc_type, source in zip(old["chunk_id"], old["doc_type"], old["source_file"], strict=True):
             if chunk_id in gone:
@@ -133,7 +134,8 @@ def documents_diff(
     doc_of = dict(zip(columns["chunk_id"], columns["doc_id"], strict=True))
     touched = {doc_of[c] for c in diff.added + diff.text_changed + diff.metadata_changed if c in doc_of}
     if previous is not None:
-        old = dict(zip(*(previous.enriched.column(c).to_pylist() for c in ("chunk_id", "doc_id")), strict=True))
+        keys = previous.keys(("chunk_id", "doc_id"))
+        old = dict(zip(*(keys.column(c).to_pylist() for c in ("chunk_id", "doc_id")), strict=True))
         touched |= {old[c] for c in diff.deleted if c in old}
     touched |= {d for d in now if d in before and now[d] != before[d]}
     return {

@@ -29,29 +29,22 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet, write_parquet_atomic
 from extractors.files import atomic_writer
 from runs import lease
-from runs.build import (
-    Prepared,
-    Rebuilt,
-    Scope,
-    carry_rejects,
-    enrich_version,
-    extract_files,
-    plan_scope,
-    prepare,
-    registry_of,
-)
+from runs.build import Prepared, Scope, carry_rejects, plan_scope, prepare
 from runs.changes import DIRTY, load_diff, same_tables
+from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError, ShrinkRefused
 from runs.failpoints import failpoint
 from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
 from runs.lease import Busy as Busy
-from runs.report import build_report, write_report
+from runs.rebuild import Rebuilt, enrich_version, extract_files, registry_of, write_small_tables
+from runs.report import REPORT_COLUMNS, build_report, write_report
 from runs.state import (
     Progress,
     Published,
@@ -75,7 +68,7 @@ from runs.versions import (
     write_manifest,
     write_text_atomic,
 )
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import Manifest, check_home, versions_dir
 from vectors.embed import embedder_id_of
 from vectors.index import LazyClient, delete_ids
@@ -154,16 +147,18 @@ def _size(path: str) -> int:
 
 
 def extract_shard(state_path: Path | str, index: int, progress: Progress | None = None) -> Path:
-    """Extract one shard's files; documents and rejects are pickled beside the state."""
+    """Extract one shard's files: documents stream to ``shard-N.docs`` as they are read; the rejects and the
+    time taken go to ``shard-N.pkl``, written last (its presence says the shard is complete)."""
     state = RunState.load(state_path)
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
     started = time.perf_counter()
-    documents, rejects = extract_files(files, state.run_id, progress)
+    with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
+        rejects = extract_files(files, state.run_id, DocumentWriter(handle), progress)
     seconds = time.perf_counter() - started
     out = state.work / f"shard-{index:04d}.pkl"
     with atomic_writer(out) as handle:
-        pickle.dump((documents, rejects, seconds), handle, protocol=pickle.HIGHEST_PROTOCOL)
+        pickle.dump((rejects, seconds), handle, protocol=pickle.HIGHEST_PROTOCOL)
     return out
 
 
@@ -176,7 +171,7 @@ def registry(state_path: Path | str) -> Path:
     info, home = state.run_info(), Path(state.home)
     previous = Published.load(home, state.previous) if state.previous else None
     with timed(info, "registry"):
-        documents: dict[str, Any] = {}
+        documents = DocumentStore()
         rejects: list[dict[str, Any]] = []
         extract_seconds = 0.0
         for n in range(len(state.shards)):
@@ -184,15 +179,14 @@ def registry(state_path: Path | str) -> Path:
             if not path.exists():
                 raise RunError(f"shard {n} of run {state.run_id} was not extracted ({path} is missing)")
             with open(path, "rb") as handle:
-                shard_documents, shard_rejects, seconds = pickle.load(handle)
-            documents.update(shard_documents)
+                shard_rejects, seconds = pickle.load(handle)
+            documents.add_file(state.work / f"shard-{n:04d}.docs")
             rejects += shard_rejects
             extract_seconds += seconds  # shard by shard: the extraction's own time, wherever it ran
         prepared = Prepared(state.keys, set(state.reused), [])
         rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
-                              state.run_options.only)  # fmt: skip
+                              state.work, state.run_options.only)  # fmt: skip
         write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
-        write_parquet_atomic(rebuilt.chunks, state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks")
         write_text_atomic(state.work / "rejects.json", json.dumps(rebuilt.rejects, ensure_ascii=False))
     state.reused = sorted(rebuilt.reused)
     info.seconds["extract"] = round(extract_seconds, 3)
@@ -209,29 +203,32 @@ def enrich(state_path: Path | str) -> Path:
     with timed(info, "enrich"):
         rebuilt = Rebuilt(
             registry=read_parquet(state.work / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-            chunks=read_parquet(state.work / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
+            chunks=state.work / "chunks.parquet",
             rejects=json.loads((state.work / "rejects.json").read_text("utf-8")),
             reused=set(state.reused),
             extracted=0,
         )
         scope = Scope.from_json(state.scope)
-        built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys)
+        out = state.work / "version"
+        built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys, out)
         rejects_table = carry_rejects(previous, built, scope)
         state.same = previous is not None and same_tables(previous, built.registry, built.enriched, rejects_table)
         state.rebuilt = sorted(built.rebuilt)
         state.file_keys = _live_keys(built.file_keys, built.registry, rejects_table)
+        info.documents, info.chunks = built.registry.num_rows, pq.ParquetFile(built.enriched).metadata.num_rows
         if not state.same:
+            write_small_tables(built, rejects_table, out)
             staging = staging_dir(home, state.run_id)
-            write_parquet_atomic(built.registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
-            write_parquet_atomic(built.chunks, staging / "chunks.parquet", CHUNK_SCHEMA, "chunks")
-            write_parquet_atomic(built.enriched, staging / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA,
-                                 "enriched_chunks")  # fmt: skip
-            write_parquet_atomic(rejects_table, staging / "rejects.parquet", REJECT_SCHEMA, "rejects")
-            write_parquet_atomic(built.lineage, staging / "lineage.parquet", LINEAGE_SCHEMA, "lineage")
-    info.documents, info.chunks = built.registry.num_rows, built.enriched.num_rows
+            staging.mkdir(parents=True, exist_ok=True)
+            for name in VERSION_TABLES:
+                os.replace(out / name, staging / name)
     info.rejected = rejects_table.num_rows
     state.update(info, Stage.ENRICHED)
     return state.path
+
+
+VERSION_TABLES = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet",
+                  "lineage.parquet")  # fmt: skip
 
 
 # --- publish --------------------------------------------------------------------------------------------
@@ -257,13 +254,13 @@ def publish(state_path: Path | str) -> RunInfo:
                 manifest.file_keys = state.file_keys
                 write_manifest(folder, manifest)
         else:
-            registry, enriched, _ = state.tables()
+            folder = state.tables_folder()
             manifest = Manifest(
                 version=next_version(home),
                 run_id=state.run_id,
                 created=now_iso(),
-                documents=registry.num_rows,
-                chunks=enriched.num_rows,
+                documents=pq.ParquetFile(folder / "registry.parquet").metadata.num_rows,
+                chunks=pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows,
                 embedder=state.embedder_id,
                 sources=state.scope["roots"],
                 parent=state.previous,
@@ -308,10 +305,11 @@ def report(state_path: Path | str) -> Path | None:
 
 
 def _tables_after_publish(state: RunState, info: RunInfo) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The registry, the enriched chunks' identifier columns (what the report tallies; no text) and rejects."""
     folder = versions_dir(Path(state.home)) / (info.version or "")
     return (
         read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-        read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
+        pq.read_table(folder / "enriched_chunks.parquet", columns=list(REPORT_COLUMNS)),
         read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
     )
 

@@ -124,14 +124,14 @@ class RunInfo:
 
 @dataclass
 class Published:
-    """A published version's tables (the one a run starts from)."""
+    """A published version (the one a run starts from): its manifest and registry in memory; its chunk tables
+    read when first asked for (a run at scale asks only for ids and hashes, :meth:`keys`)."""
 
     version: str
     manifest: Manifest
     registry: pa.Table
-    chunks: pa.Table
-    enriched: pa.Table
     rejects: pa.Table
+    folder: Path
 
     @classmethod
     def load(cls, home: Path, version: str | None = None) -> Published | None:
@@ -143,6 +143,22 @@ class Published:
             return None
         stamp = tuple((folder / n).stat().st_mtime_ns for n in ("manifest.json", *_TABLES))
         return _load_published(str(folder), stamp)
+
+    @functools.cached_property
+    def chunks(self) -> pa.Table:
+        return read_parquet(self.folder / "chunks.parquet", CHUNK_SCHEMA, "chunks")
+
+    @functools.cached_property
+    def enriched(self) -> pa.Table:
+        return read_parquet(self.folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
+
+    def keys(self, columns: tuple[str, ...] = ("chunk_id", "doc_id", "text_hash", "meta_hash")) -> pa.Table:
+        """Only these columns of the enriched chunks (no text)."""
+        return pq.read_table(self.folder / "enriched_chunks.parquet", columns=list(columns))
+
+    @property
+    def chunk_count(self) -> int:
+        return int(pq.ParquetFile(self.folder / "enriched_chunks.parquet").metadata.num_rows)
 
     def doc_files(self) -> dict[str, list[str]]:
         """doc_id → the source files it was built from."""
@@ -175,9 +191,8 @@ def _load_published(folder_name: str, stamp: tuple[int, ...]) -> Published:
         version=folder.name,
         manifest=read_manifest(folder),
         registry=read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-        chunks=read_parquet(folder / "chunks.parquet", CHUNK_SCHEMA, "chunks"),
-        enriched=read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
         rejects=read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
+        folder=folder,
     )
 
 

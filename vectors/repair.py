@@ -20,6 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -97,9 +98,10 @@ def rebuild(folder: Path, embedder: Embedder, enriched: pa.Table, store: VectorS
     return collection, embedded
 
 
-def ensure_healthy(home: Path, embedder: Embedder, enriched: pa.Table | None) -> str | None:
-    """Check HOME's embedded index; if damaged, move it aside and rebuild it from ``enriched`` (the published
-    version) and the vector store. Returns what was done, or None when nothing was needed."""
+def ensure_healthy(home: Path, embedder: Embedder, published: Callable[[], pa.Table | None]) -> str | None:
+    """Check HOME's embedded index; if damaged, move it aside and rebuild it from ``published()`` (the
+    published version's enriched chunks, read only then) and the vector store. Returns what was done, or None
+    when nothing was needed."""
     folder = home / "chroma"
     if not folder.exists():
         return None
@@ -109,6 +111,7 @@ def ensure_healthy(home: Path, embedder: Embedder, enriched: pa.Table | None) ->
     _forget_clients()
     aside = home / f"chroma.damaged-{time.strftime('%Y%m%dT%H%M%S')}"
     folder.rename(aside)
+    enriched = published()
     if enriched is not None:
         rebuild(folder, embedder, enriched, VectorStore(home, embedder.id))
     _forget_clients()

@@ -1,0 +1,84 @@
+"""What the benchmarks share: a fresh ``chroma run`` server, a ``zan run`` in its own process with its peak
+memory, and a line format that puts each figure beside its baseline and goal."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMA = Path(sys.executable).parent / "chroma"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def chroma_server(path: Path) -> Iterator[tuple[str, int]]:
+    """A ``chroma run`` on 127.0.0.1 over ``path``; yields (url, pid)."""
+    port = free_port()
+    server = subprocess.Popen([str(CHROMA), "run", "--path", str(path), "--host", "127.0.0.1", "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"chroma run did not start on {url}") from None
+                time.sleep(0.3)
+        yield url, server.pid
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+def peak_rss_mb(pid: int) -> float:
+    """A live process's peak resident memory (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+@dataclass
+class Run:
+    seconds: float
+    peak_mb: float
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+def zan_run(args: list[str]) -> Run:
+    """``zan run ARGS --json`` in its own process: wall seconds, peak RSS (from wait4) and the run's JSON."""
+    started = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=ROOT, stdout=out,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        text = out.read().decode("utf-8", "replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"zan run {' '.join(args)} failed: {text[-500:]}")
+    return Run(seconds, usage.ru_maxrss / 1024, json.loads(text[text.index("{") : text.rindex("}") + 1]))
+
+
+def line(label: str, value: str, baseline: str, goal: str, passed: bool | None) -> str:
+    verdict = "" if passed is None else ("pass" if passed else "FAIL")
+    return f"{label:<46} {value:>16}   vs {baseline:<30} goal {goal:<12} {verdict}"

@@ -1,0 +1,268 @@
+"""The documents a run rebuilds, streamed: extract → registry rows and chunks → the version's tables.
+
+Memory holds one document's text and one batch of chunks at a time, whatever the corpus:
+
+- ``extract_files`` appends each document to the shard's file as it is read (:mod:`runs.documents`);
+- ``registry_of`` groups documents into registry entries from their headers only, then loads each entry's
+  documents again to build its row and chunks, written to parquet as they come;
+- ``enrich_version`` joins the registry fields onto the chunks (DuckDB, streamed), combines them with the
+  published documents that stay as they are and sorts by chunk id (DuckDB, spilling to disk past its memory
+  limit), and writes the version's tables into a folder: only the registry, rejects and lineage rows, small
+  by nature, are held whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from enrich.chunking import chunk_document
+from enrich.join import join_files
+from enrich.lineage import lineage_table, with_replacements
+from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
+from enrich.storage import STREAM_ROWS, table_from_rows, write_parquet_atomic, write_parquet_stream
+from extractors.discover import extract_file
+from extractors.model import Document
+from runs.build import Built, Prepared, Scope, _carried, _needs_reading, _reject, skipped_rejects
+from runs.documents import DocumentStore, DocumentWriter
+from runs.errors import RunError
+from runs.state import Published
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.identifiers import order_key
+
+Progress = Callable[[str, int, int], None]
+SORT_MEMORY = "512MB"  # DuckDB's limit for the join and the sort; past it, it spills to the run's work folder
+
+
+def extract_files(
+    files: list[Path], run_id: str, keep: Callable[[Document], None], progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Extract ``files`` (one shard of a run), handing each document to ``keep`` as it is read; returns the
+    rejects for the files that could not be read."""
+    rejects = []
+    for n, path in enumerate(files, start=1):
+        outcome = extract_file(path)
+        if outcome.document:
+            keep(outcome.document)
+        else:
+            reason = outcome.error or "unknown error"
+            rejects.append(_reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
+        if progress:
+            progress("extract", n, len(files))
+    return rejects
+
+
+@dataclass
+class Rebuilt:
+    """The registry stage's output: rows and chunks (a parquet file) of the documents this run rebuilt."""
+
+    registry: pa.Table
+    chunks: Path
+    rejects: list[dict[str, Any]]
+    reused: set[str]
+    extracted: int
+
+
+def registry_of(
+    scope: Scope,
+    previous: Published | None,
+    run_id: str,
+    prepared: Prepared,
+    documents: DocumentStore,
+    rejects: list[dict[str, Any]],
+    work: Path,
+    only: tuple[str, ...] = (),
+) -> Rebuilt:
+    """Registry rows and chunks of the extracted documents, merged across sources and languages. A file
+    that joins a reused document (another source, another language of the same act) rebuilds that one.
+    Chunks go to ``work/chunks.parquet``."""
+    reused, rejects = set(prepared.reused), list(rejects) + skipped_rejects(run_id, scope.skipped)
+    failed_reads = {r["source_file"] for r in rejects}
+    for extra in range(1, len(scope.files) + 2):
+        entries, group_rejects = _entries(list(documents.headers.values()), run_id)
+        clash = _clashes(entries, reused, previous)
+        if not clash:
+            break
+        reused -= clash
+        more = [f for f in scope.files if str(f) not in documents and str(f) not in failed_reads
+                and _needs_reading(f, reused, previous)]  # fmt: skip
+        path = work / f"more-{extra:04d}.docs"
+        with open(path, "wb") as handle:
+            extra_rejects = extract_files(more, run_id, DocumentWriter(handle))
+        documents.add_file(path)
+        rejects += extra_rejects
+        failed_reads |= {r["source_file"] for r in extra_rejects}
+    if scope.files and not len(documents) and not reused:
+        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
+        raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
+    wanted = [e for e in entries if not only or e.doc_id in only]
+    registry, build_rejects = _rows_and_chunks(wanted, documents, run_id, work / "chunks.parquet")
+    return Rebuilt(registry, work / "chunks.parquet", rejects + group_rejects + build_rejects, reused, len(documents))
+
+
+def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[dict[str, Any]]]:
+    """Registry entries (in doc_id order) of the documents whose identity can be told, from their headers."""
+    rejects: list[dict[str, Any]] = []
+    usable = []
+    for document in headers:
+        try:
+            doc_id_for(document.requisites)
+            usable.append(document)
+        except IdentityError as exc:
+            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
+    entries, displaced = build_registry(usable)
+    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
+                for d in displaced]  # fmt: skip
+    return sorted(entries.values(), key=lambda e: e.doc_id), rejects
+
+
+def _rows_and_chunks(
+    entries: list[Entry], documents: DocumentStore, run_id: str, out: Path
+) -> tuple[pa.Table, list[dict[str, Any]]]:
+    """Each entry's row and chunks, built from its documents loaded one entry at a time; chunks are written
+    to ``out`` as they come. One document's odd content rejects that document only."""
+    rows: list[dict[str, Any]] = []
+    rejects: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}  # chunk_id → which source file (an index into ``sources``) it came from
+    sources: list[str] = []
+
+    def chunks() -> Iterator[pa.Table]:
+        pending: list[pa.Table] = []
+        for entry in entries:
+            headers = entry.documents
+            entry.documents = [documents.load(d.source_file) for d in headers]
+            try:
+                row = registry_row(entry)
+                found = [c for d in entry.documents for c in chunk_document(entry.doc_id, d)]
+                table_from_rows([row], REGISTRY_SCHEMA, "registry")
+                checked = table_from_rows(found, CHUNK_SCHEMA, "chunks")
+            except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
+                for document in headers:
+                    reason = f"cannot be stored: {type(exc).__name__}: {exc}"
+                    rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
+                                           error=type(exc).__name__))  # fmt: skip
+                continue
+            finally:
+                entry.documents = headers  # the texts are let go
+            clash = next((c for c in found if c["chunk_id"] in seen), None)
+            if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
+                reason = f"chunk id {clash['chunk_id']!r} already comes from {sources[seen[clash['chunk_id']]]}"
+                rejects.append(_reject(run_id, "chunk", clash["source_file"], entry.doc_id, reason,
+                                       error="DuplicateChunk"))  # fmt: skip
+                continue
+            for c in found:
+                if not sources or sources[-1] != c["source_file"]:
+                    sources.append(c["source_file"])
+                seen[c["chunk_id"]] = len(sources) - 1
+            rows.append(row)
+            pending.append(checked)
+            if sum(t.num_rows for t in pending) >= STREAM_ROWS:
+                yield pa.concat_tables(pending)
+                pending = []
+        if pending:
+            yield pa.concat_tables(pending)
+
+    write_parquet_stream(chunks(), out, CHUNK_SCHEMA, "chunks")
+    return table_from_rows(rows, REGISTRY_SCHEMA, "registry"), rejects
+
+
+def _clashes(entries: list[Entry], reused: set[str], previous: Published | None) -> set[str]:
+    """Reused documents that a freshly read file also builds (same doc_id or same act)."""
+    if not reused or previous is None or not entries:
+        return set()
+    built_ids = {e.doc_id for e in entries}
+    built_acts = {_act(_act_fields(e)) for e in entries} - {None}
+    acts = {d: _act(r) for d, r in previous.registry_rows().items() if d in reused}
+    return {d for d in reused if d in built_ids or (acts.get(d) is not None and acts[d] in built_acts)}
+
+
+def _act_fields(entry: Entry) -> dict[str, Any]:
+    r = entry.requisites
+    return {"law_zrk": r.law_zrk, "order_number": r.order_number, "doc_type": r.doc_type or "unknown",
+            "issuer": r.issuer, "date_approved": r.date_approved}  # fmt: skip
+
+
+def _act(row: dict[str, Any]) -> tuple[str, str, str, str] | None:
+    number = row["law_zrk"] or (order_key(row["order_number"]) if row["order_number"] else None)
+    if not (row["doc_type"] and row["issuer"] and number and row["date_approved"]):
+        return None
+    return (row["doc_type"], row["issuer"], number, str(row["date_approved"]))
+
+
+def enrich_version(
+    scope: Scope, previous: Published | None, run_id: str, rebuilt: Rebuilt, keys: dict[str, str], out: Path
+) -> Built:
+    """Join the registry's identifier fields onto the rebuilt chunks (DuckDB), then combine them with the
+    published documents that stay as they are. The version's chunk tables are written under ``out``."""
+    joined = out / ".joined.parquet"
+    orphans = join_files(rebuilt.registry, rebuilt.chunks, joined, SORT_MEMORY)
+    rejects = rebuilt.rejects + [
+        _reject(
+            run_id,
+            "enrich",
+            r["source_file"],
+            r["doc_id"],
+            f"doc_id {r['doc_id']!r} is not in the registry",
+            r["chunk_id"],
+        )  # fmt: skip
+        for r in orphans.to_pylist()
+    ]
+    rebuilt_ids = set(rebuilt.registry.column("doc_id").to_pylist())
+    failed = {r["source_file"] for r in rejects if r["stage"] == "extract"}
+    carried = _carried(scope, previous, rebuilt_ids, rebuilt.reused, failed)
+    folder = previous.folder if previous else None
+    registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
+    chunks = combine_files(folder, "chunks", carried, rebuilt.chunks, out, CHUNK_SCHEMA)
+    enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
+    joined.unlink(missing_ok=True)
+    lineage = lineage_table(_noted(chunks), registry)  # the whole version's: acting acts resolve in its registry
+    registry = with_replacements(registry, lineage)
+    merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
+    return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
+
+
+def combine_files(
+    published: Path | None, name: str, carried: set[str], fresh: Path, out: Path, schema: pa.Schema
+) -> Path:
+    """``out/<name>.parquet``: the rows of ``fresh`` and the published table's rows of the ``carried``
+    documents, sorted by chunk id, streamed through DuckDB (it sorts out of core past :data:`SORT_MEMORY`)."""
+    target = out / f"{name}.parquet"
+    spill = out / ".duckdb-spill"
+    with duckdb.connect(config={"memory_limit": SORT_MEMORY, "temp_directory": str(spill)}) as con:
+        con.read_parquet(str(fresh)).create_view("fresh")
+        query = "SELECT * FROM fresh"
+        if published is not None and carried:
+            con.register("carried", pa.table({"doc_id": sorted(carried)}))
+            con.read_parquet(str(published / f"{name}.parquet")).create_view("published")
+            query += " UNION ALL BY NAME SELECT * FROM published WHERE doc_id IN (SELECT doc_id FROM carried)"
+        reader = con.sql(f"SELECT * FROM ({query}) ORDER BY chunk_id").to_arrow_reader(STREAM_ROWS)
+        write_parquet_stream(reader, target, schema, name)
+    return target
+
+
+def _noted(chunks: Path) -> pa.Table:
+    """The columns lineage reads, of the chunks that carry notes (read row group by row group)."""
+    columns = ["chunk_id", "doc_id", "language", "notes", "source_file"]
+    table = pq.read_table(chunks, columns=columns, filters=[("notes", "!=", "")])
+    return table.filter(pc.is_valid(table.column("notes")))
+
+
+def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key: str) -> pa.Table:
+    if published is None or not carried:
+        return fresh.sort_by(key)
+    kept = published.filter(pc.is_in(published.column("doc_id"), pa.array(sorted(carried), pa.string())))
+    return pa.concat_tables([kept, fresh.cast(kept.schema)]).sort_by(key)
+
+
+def write_small_tables(built: Built, rejects: pa.Table, out: Path) -> None:
+    """The version's small tables beside the chunk tables ``enrich_version`` wrote."""
+    write_parquet_atomic(built.registry, out / "registry.parquet", REGISTRY_SCHEMA, "registry")
+    write_parquet_atomic(built.lineage, out / "lineage.parquet", LINEAGE_SCHEMA, "lineage")
+    write_parquet_atomic(rejects, out / "rejects.parquet", REJECT_SCHEMA, "rejects")
