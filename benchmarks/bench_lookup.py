@@ -90,6 +90,59 @@ def bench_parse_lookup(rng: random.Random) -> None:
         print(f"parse+lookup, registry {size:>7,} docs: p50 {results[size][0]:7.1f} µs  p99 {results[size][1]:7.1f} µs")
     ratio = results[100_000][0] / results[1_000][0]
     print(f"  ratio p50 100k/1k registry = {ratio:.2f}  (1.0 = constant time per identifier; a scan would be ~100)")
+    p99 = results[100_000][1]
+    print(f"  parse + resolve p99 at 100k docs {p99 / 1000:.3f} ms  goal ≤ 1 ms  {'pass' if p99 <= 1000 else 'FAIL'}")
+
+
+def published_home(home: Path, rows: list[dict[str, Any]]) -> None:
+    """A published version holding a registry of ``rows`` and no chunks: what ``Lookup.open`` reads."""
+    import pyarrow as pa
+
+    from enrich.storage import write_parquet_atomic
+    from runs.versions import seal, set_current, staging_dir
+    from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+    from schemas.published import Manifest
+    from vectors.embed import HashingEmbedder
+
+    def filled(row: dict[str, Any]) -> dict[str, Any]:
+        empty = {f.name: [] if pa.types.is_list(f.type) else None for f in REGISTRY_SCHEMA}
+        return empty | {"language": "rus", "languages": ["rus"], "jurisdiction": "KZ"} | row
+
+    staging = staging_dir(home, "bench")
+    registry = pa.Table.from_pylist([filled(r) for r in rows], schema=REGISTRY_SCHEMA)
+    write_parquet_atomic(registry, staging / "registry.parquet", REGISTRY_SCHEMA, "registry")
+    for name, schema in (("chunks", CHUNK_SCHEMA), ("enriched_chunks", ENRICHED_CHUNK_SCHEMA),
+                         ("rejects", REJECT_SCHEMA), ("lineage", LINEAGE_SCHEMA)):  # fmt: skip
+        write_parquet_atomic(schema.empty_table(), staging / f"{name}.parquet", schema, name)
+    manifest = Manifest("v000001", "bench", "2026-12-01T00:00:00Z", len(rows), 0, HashingEmbedder().id)
+    seal(home, staging, manifest)
+    set_current(home, "v000001")
+
+
+OPEN_GOAL = 2.0  # seconds for Lookup.open on a 50 000-document registry
+
+
+def bench_open(sizes: tuple[int, int], rng: random.Random) -> None:
+    """``Lookup.open`` (registry indices, lineage, published chunk ids) at two registry sizes."""
+    from lookup.route import Lookup
+
+    seconds = {}
+    for size in sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            published_home(Path(tmp), registry_rows(size, rng))
+            times = []
+            for _ in range(3):
+                start = time.perf_counter()
+                Lookup.open(Path(tmp))
+                times.append(time.perf_counter() - start)
+            seconds[size] = statistics.median(times)
+        print(f"Lookup.open, registry {size:>7,} docs: {seconds[size]:6.3f} s (median of 3)")
+    small, large = sizes
+    ratio = seconds[large] / seconds[small]
+    verdict = "pass" if large < 50_000 or seconds[large] < OPEN_GOAL else "FAIL"
+    goal = f"goal < {OPEN_GOAL} s at 50 000 docs" + ("" if large >= 50_000 else " (not measured at this size)")
+    print(f"  Lookup.open {large:,} / {small:,} docs = {ratio:.1f}× for {large / small:.0f}× the rows "
+          f"(linear: {large / small:.0f}×)  {goal}  {verdict if large >= 50_000 else ''}")
 
 
 def bench_fetch(chunks: int, docs: int, dim: int, rng: random.Random) -> None:
@@ -125,7 +178,7 @@ def bench_fetch(chunks: int, docs: int, dim: int, rng: random.Random) -> None:
         f99, w99 = percentile(fetch_ms, 99), percentile(where_ms, 99)
         print(f"fetch_chunks_by_doc_ids (get + local cosine): p50 {f50:7.1f} ms  p99 {f99:7.1f} ms")
         print(f"Chroma query(where=doc_id):                   p50 {w50:7.1f} ms  p99 {w99:7.1f} ms")
-        print(f"  ratio query(where) / filtered fetch = {w50 / f50:.1f}×")
+        print(f"  ratio query(where) / filtered fetch = {w50 / f50:.1f}×  goal ≥ 1×  {'pass' if w50 >= f50 else 'FAIL'}")
 
 
 class _FixedEmbedder:
@@ -148,9 +201,12 @@ def main() -> None:
     parser.add_argument("--docs", type=int, default=2_000)
     parser.add_argument("--dim", type=int, default=384)
     parser.add_argument("--skip-fetch", action="store_true", help="only the parse+lookup part")
+    parser.add_argument("--open-sizes", type=int, nargs=2, default=(5_000, 50_000), metavar=("SMALL", "LARGE"),
+                        help="registry sizes for the Lookup.open timing")  # fmt: skip
     args = parser.parse_args()
     rng = random.Random(42)
     bench_parse_lookup(rng)
+    bench_open(tuple(args.open_sizes), rng)
     if not args.skip_fetch:
         bench_fetch(args.chunks, args.docs, args.dim, rng)
 

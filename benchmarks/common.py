@@ -67,15 +67,17 @@ class Run:
 def zan_run(args: list[str]) -> Run:
     """``zan run ARGS --json`` in its own process: wall seconds, peak RSS (from wait4) and the run's JSON."""
     started = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=ROOT, stdout=out,
-                                   stderr=subprocess.DEVNULL)  # fmt: skip
+                                   stderr=err)  # fmt: skip
         _, status, usage = os.wait4(process.pid, 0)
         seconds = time.perf_counter() - started
         out.seek(0)
+        err.seek(0)
         text = out.read().decode("utf-8", "replace")
+        errors = err.read().decode("utf-8", "replace")
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"zan run {' '.join(args)} failed: {text[-500:]}")
+        raise RuntimeError(f"zan run {' '.join(args)} failed: {(text + errors)[-1500:]}")
     return Run(seconds, usage.ru_maxrss / 1024, json.loads(text[text.index("{") : text.rindex("}") + 1]))
 
 

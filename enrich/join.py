@@ -12,6 +12,8 @@ from pathlib import Path
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from enrich.metadata import meta_hash
 from enrich.storage import STREAM_ROWS, write_parquet_stream
@@ -32,27 +34,32 @@ def enrich_tables(registry: pa.Table, chunks: pa.Table) -> JoinResult:
         return _join(con)
 
 
-def join_files(registry: pa.Table, chunks: Path, out: Path, memory_limit: str = "512MB") -> pa.Table:
-    """The same join streamed: the chunks parquet at ``chunks`` joined with ``registry`` into ``out``
-    (``ENRICHED_CHUNK_SCHEMA``, in no particular order), batch by batch with DuckDB under ``memory_limit``;
-    returns the orphans (chunk_id, doc_id, source_file)."""
-    with duckdb.connect(config={"memory_limit": memory_limit}) as con:
-        con.register("registry", registry)
-        con.read_parquet(str(chunks)).create_view("chunks")
-        chunk_cols = ", ".join(f"c.{name}" for name in CHUNK_SCHEMA.names)
-        reg_cols = ", ".join(f"r.{name}" for name in REGISTRY_FIELDS_ON_CHUNK)
-        query = f"SELECT {chunk_cols}, {reg_cols} FROM chunks c JOIN registry r USING (doc_id)"
-        reader = con.sql(query).to_arrow_reader(STREAM_ROWS)
-        write_parquet_stream(_hashed(reader), out, ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
-        return con.sql(
-            "SELECT chunk_id, doc_id, source_file FROM chunks ANTI JOIN registry USING (doc_id) ORDER BY chunk_id"
-        ).to_arrow_table()
+def join_files(registry: pa.Table, chunks: Path, out: Path) -> pa.Table:
+    """The same join streamed and order-preserving: each batch of the chunks parquet at ``chunks`` gets its
+    document's registry fields by position (the registry, one row per document, is small) and is written to
+    ``out`` (``ENRICHED_CHUNK_SCHEMA``) in the chunks' own order. Returns the orphans (chunk_id, doc_id,
+    source_file), in chunk order."""
+    fields = registry.select(list(REGISTRY_FIELDS_ON_CHUNK))
+    position = {doc_id: n for n, doc_id in enumerate(registry.column("doc_id").to_pylist())}
+    orphans: list[pa.Table] = []
 
+    def joined() -> Iterator[pa.Table]:
+        for batch in pq.ParquetFile(chunks).iter_batches(batch_size=STREAM_ROWS):
+            table = pa.Table.from_batches([batch])
+            rows = [position.get(d) for d in table.column("doc_id").to_pylist()]
+            known = pa.array([r is not None for r in rows])
+            if not pc.all(known).as_py():
+                orphans.append(table.filter(pc.invert(known)).select(["chunk_id", "doc_id", "source_file"]))
+                table, rows = table.filter(known), [r for r in rows if r is not None]
+            extra = fields.take(pa.array(rows, pa.int64()))
+            for name in REGISTRY_FIELDS_ON_CHUNK:
+                table = table.append_column(extra.schema.field(name), extra.column(name))
+            hashes = pa.array([meta_hash(row) for row in table.to_pylist()], pa.string())
+            yield table.append_column("meta_hash", hashes)
 
-def _hashed(batches: pa.RecordBatchReader) -> Iterator[pa.Table]:
-    for batch in batches:
-        hashes = pa.array([meta_hash(row) for row in batch.to_pylist()], pa.string())
-        yield pa.Table.from_batches([batch]).append_column("meta_hash", hashes)
+    write_parquet_stream(joined(), out, ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
+    empty = pa.schema([pa.field(n, pa.string()) for n in ("chunk_id", "doc_id", "source_file")]).empty_table()
+    return pa.concat_tables([empty, *(t.cast(empty.schema) for t in orphans)])
 
 
 def _join(con: duckdb.DuckDBPyConnection) -> JoinResult:

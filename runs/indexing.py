@@ -23,6 +23,7 @@ from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from vectors.embed import Embedder, make_embedder
 from vectors.index import (
+    BATCH,
     LazyClient,
     WriteResult,
     collection_embedder,
@@ -82,7 +83,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     return info
 
 
-BLOCK = 10_000  # rows read, embedded and written at a time by :func:`stream_changes`
+BLOCK = 5_000  # rows read, embedded and stored at a time by :func:`stream_changes` (Chroma calls: BATCH)
 
 
 def stream_changes(
@@ -116,51 +117,59 @@ def stream_changes(
             progress("index", done[0], total)
 
     embedded = vector_writes = metadata_writes = 0
-    for block, rows in enumerate(_blocks(enriched_path, sorted(upserts | updates))):
-        ups = [i for i in rows if i in upserts]
-        upd = [i for i in rows if i in updates]
+    upsert_ids = pa.array(sorted(upserts), pa.string())
+    for block, table in enumerate(_blocks(enriched_path, sorted(upserts | updates))):
         with timed(clock, "embed"):
-            texts = {rows[i]["text_hash"]: rows[i]["text"] for i in ups}
-            vectors, fresh = block_vectors(texts, store, known, embedder, run_id, block)
+            new_text = pc.is_in(table.column("chunk_id"), value_set=upsert_ids)
+            vectors, fresh = block_vectors(table.filter(new_text), store, known, embedder, run_id, block)
             known |= set(fresh)
             embedded += len(fresh)
         with timed(clock, "index"):
-            held = indexed(upd) if indexed and upd else None
-            written = write_changes(collection, rows, ups, upd, vectors, step, lambda: failpoint("index"), held)
-        vector_writes += written.vector_writes
-        metadata_writes += written.metadata_writes
+            for start in range(0, table.num_rows, BATCH):  # Python rows for one Chroma call at a time
+                rows = {r["chunk_id"]: r for r in table.slice(start, BATCH).to_pylist()}
+                ups, upd = [i for i in rows if i in upserts], [i for i in rows if i in updates]
+                held = indexed(upd) if indexed and upd else None
+                written = write_changes(collection, rows, ups, upd, vectors, step, lambda: failpoint("index"), held)
+                vector_writes += written.vector_writes
+                metadata_writes += written.metadata_writes
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
 
 
 def block_vectors(
-    texts: dict[str, str], store: VectorStore, known: set[str], embedder: Embedder, run_id: str, block: int
+    table: pa.Table, store: VectorStore, known: set[str], embedder: Embedder, run_id: str, block: int
 ) -> tuple[dict[str, np.ndarray], list[str]]:
-    """Vectors for one block's ``{text_hash: text}``: the stored ones among ``known`` read back, the rest
-    embedded (256 at a time) and stored as this block's part before anything is written to the index (a
-    run killed after embedding does not embed them again). Returns the vectors and the hashes embedded."""
-    vectors = store.get([h for h in texts if h in known])
-    missing = [h for h in texts if h not in vectors]
+    """Vectors for the texts of one block's rows: the stored ones among ``known`` read back, the rest
+    embedded (256 at a time, texts taken from the Arrow column as they are needed) and stored as this
+    block's part before anything is written to the index (a run killed after embedding does not embed them
+    again). Returns the vectors by text hash and the hashes embedded."""
+    hashes = [str(h) for h in table.column("text_hash").to_pylist()]
+    vectors = store.get(sorted({h for h in hashes if h in known}))
+    position = {h: n for n, h in enumerate(hashes) if h not in vectors}
+    missing = list(position)
     fresh: dict[str, np.ndarray] = {}
     for start in range(0, len(missing), 256):
         part = missing[start : start + 256]
-        fresh.update(zip(part, embedder.embed([texts[h] for h in part]), strict=True))
+        texts = table.column("text").take(pa.array([position[h] for h in part], pa.int64())).to_pylist()
+        fresh.update(zip(part, embedder.embed([str(t) for t in texts]), strict=True))
     if fresh:
         store.put(run_id, fresh, block=block)
     return vectors | fresh, missing
 
 
-def _blocks(path: Path, ids: list[str]) -> Iterator[dict[str, dict[str, Any]]]:
-    """The rows of ``ids`` (chunk_id → row), :data:`BLOCK` at a time, in file order."""
+def _blocks(path: Path, ids: list[str]) -> Iterator[pa.Table]:
+    """The rows of ``ids`` as Arrow tables of up to :data:`BLOCK` rows, in file order."""
     wanted = pa.array(ids, pa.string())
-    rows: dict[str, dict[str, Any]] = {}
+    pending: list[pa.Table] = []
+    held = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=BLOCK):
-        picked = batch.filter(pc.is_in(batch.column("chunk_id"), value_set=wanted))
-        rows.update((r["chunk_id"], r) for r in picked.to_pylist())
-        if len(rows) >= BLOCK:
-            yield rows
-            rows = {}
-    if rows:
-        yield rows
+        picked = pa.Table.from_batches([batch]).filter(pc.is_in(batch.column("chunk_id"), value_set=wanted))
+        pending.append(picked)
+        held += picked.num_rows
+        if held >= BLOCK:
+            yield pa.concat_tables(pending).combine_chunks()
+            pending, held = [], 0
+    if held:
+        yield pa.concat_tables(pending).combine_chunks()
 
 
 def _hashes_of(keys: pa.Table, ids: list[str]) -> list[str]:

@@ -1,0 +1,69 @@
+"""``make bench``: every benchmark at one size, each figure beside its baseline from the same run and its goal.
+
+    python benchmarks/run_all.py              # the default size (under 15 minutes on 2 cores)
+    python benchmarks/run_all.py --size tiny  # what CI runs so the suite never rots (no timing is asserted)
+
+Sections: extraction MB/s against libxml2 parsing alone; the full build against a raw Chroma upsert of the
+same records, and unchanged / metadata-only re-runs against the full build; zan against LangChain's indexing
+API (skipped, with the reason, when it is not installed); filtered fetch against Chroma's ``query(where)``,
+parse + resolve latency and ``Lookup.open`` at two registry sizes; peak memory of a full build at two corpus
+sizes 10× apart. The summary lists every goal with pass or FAIL; at the tiny size the verdicts are printed
+but mean nothing (the sizes are too small to time), and the exit status only says whether every benchmark ran.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+SIZES: dict[str, dict[str, list[str]]] = {
+    "default": {
+        "bench_extract.py": ["--rounds", "3"],
+        "bench_reextract.py": ["--docs", "400", "--articles", "50"],
+        "bench_langchain.py": ["--chunks", "20000"],
+        "bench_lookup.py": ["--chunks", "50000", "--docs", "1000", "--open-sizes", "5000", "50000"],
+        "bench_memory.py": ["--small", "20000", "--factor", "10"],
+    },
+    "tiny": {
+        "bench_extract.py": ["--rounds", "1"],
+        "bench_reextract.py": ["--docs", "8", "--articles", "10"],
+        "bench_langchain.py": ["--chunks", "300"],
+        "bench_lookup.py": ["--chunks", "2000", "--docs", "50", "--open-sizes", "200", "2000"],
+        "bench_memory.py": ["--small", "300", "--factor", "10"],
+    },
+}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=sorted(SIZES), default="default")
+    args = parser.parse_args()
+    goals: list[str] = []
+    failed: list[str] = []
+    started = time.perf_counter()
+    for script, options in SIZES[args.size].items():
+        print(f"\n== {script} {' '.join(options)}", flush=True)
+        t0 = time.perf_counter()
+        done = subprocess.run([sys.executable, str(HERE / script), *options], capture_output=True, text=True)
+        print(done.stdout, end="", flush=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            failed.append(f"{script} exited {done.returncode}")
+        goals += [f"{script}: {ln.strip()}" for ln in done.stdout.splitlines() if "goal" in ln]
+        print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
+    print(f"\n== summary ({args.size} size, {time.perf_counter() - started:.0f} s)")
+    for goal in goals:
+        print("  " + goal)
+    if args.size == "tiny":
+        print("  (tiny size: the suite ran end to end; its timings are too small to judge a goal)")
+    for failure in failed:
+        print(f"  ERROR {failure}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
