@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 # chromadb's sources again (~0.8 s of a lookup), and PYTHONDONTWRITEBYTECODE keeps it from caching them.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: run test test-fast lint check setup sample clean bench-cli
+.PHONY: run test test-fast lint check setup sample clean bench bench-tiny bench-cli
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -28,6 +28,12 @@ test: setup  ## the test suite (the same command CI runs)
 
 test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection
 	$(UV) run pytest -q -m "not airflow and not server and not slow"
+
+bench: setup  ## every benchmark at its default size, each figure beside its same-run baseline and goal (<15 min)
+	$(UV) run python benchmarks/run_all.py
+
+bench-tiny: setup  ## the same suite at a tiny size: it runs end to end (CI runs it as a test), timings mean nothing
+	$(UV) run python benchmarks/run_all.py --size tiny
 
 bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), with the import breakdown
 	$(UV) run python benchmarks/bench_cli.py

@@ -141,8 +141,10 @@ def bench_open(sizes: tuple[int, int], rng: random.Random) -> None:
     ratio = seconds[large] / seconds[small]
     verdict = "pass" if large < 50_000 or seconds[large] < OPEN_GOAL else "FAIL"
     goal = f"goal < {OPEN_GOAL} s at 50 000 docs" + ("" if large >= 50_000 else " (not measured at this size)")
-    print(f"  Lookup.open {large:,} / {small:,} docs = {ratio:.1f}× for {large / small:.0f}× the rows "
-          f"(linear: {large / small:.0f}×)  {goal}  {verdict if large >= 50_000 else ''}")
+    print(
+        f"  Lookup.open {large:,} / {small:,} docs = {ratio:.1f}× for {large / small:.0f}× the rows "
+        f"(linear: {large / small:.0f}×)  {goal}  {verdict if large >= 50_000 else ''}"
+    )
 
 
 def bench_fetch(chunks: int, docs: int, dim: int, rng: random.Random) -> None:
@@ -178,7 +180,9 @@ def bench_fetch(chunks: int, docs: int, dim: int, rng: random.Random) -> None:
         f99, w99 = percentile(fetch_ms, 99), percentile(where_ms, 99)
         print(f"fetch_chunks_by_doc_ids (get + local cosine): p50 {f50:7.1f} ms  p99 {f99:7.1f} ms")
         print(f"Chroma query(where=doc_id):                   p50 {w50:7.1f} ms  p99 {w99:7.1f} ms")
-        print(f"  ratio query(where) / filtered fetch = {w50 / f50:.1f}×  goal ≥ 1×  {'pass' if w50 >= f50 else 'FAIL'}")
+        print(
+            f"  ratio query(where) / filtered fetch = {w50 / f50:.1f}×  goal ≥ 1×  {'pass' if w50 >= f50 else 'FAIL'}"
+        )
 
 
 class _FixedEmbedder:

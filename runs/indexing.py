@@ -247,7 +247,8 @@ def _indexed_rows(
     since, same embedder), so a metadata update needs no read of what is there; else None."""
     if not ids or previous is None or (home / DIRTY).exists() or previous.manifest.embedder != embedder.id:
         return None
-    wanted = previous.enriched.filter(pc.is_in(previous.enriched.column("chunk_id"), value_set=pa.array(ids)))
+    held = previous.metadata
+    wanted = held.filter(pc.is_in(held.column("chunk_id"), value_set=pa.array(ids, pa.string())))
     return {row["chunk_id"]: row for row in wanted.to_pylist()}
 
 

@@ -1,0 +1,122 @@
+"""The run streams: documents on disk between stages, chunk tables written in chunk id order and merged
+without a sort, the index stage in blocks. Small blocks must give exactly what the defaults give."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from extractors.discover import extract_file
+from runs.documents import DocumentStore, DocumentWriter
+from runs.rebuild import chunk_order, merge_sorted
+from schemas.published import published_file
+from tests.conftest import ROOT, SAMPLE, corpus_file
+
+
+def _tables(keys: list[str], rng: random.Random) -> list[pa.Table]:
+    out, at = [], 0
+    while at < len(keys):
+        n = rng.randint(0, 5)  # empty tables too
+        out.append(pa.table({"chunk_id": keys[at : at + n], "n": list(range(at, at + len(keys[at : at + n])))}))
+        at += n
+    return out
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_merge_of_two_sorted_streams_is_sorted_and_loses_nothing(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = sorted(
+        {f"d{rng.randint(0, 40)}:a{rng.randint(0, 99)}:{rng.randint(0, 3)}" for _ in range(rng.randint(0, 60))}
+    )
+    left = [k for k in keys if rng.random() < 0.5]
+    right = [k for k in keys if k not in left]
+    merged = pa.concat_tables(
+        [pa.table({"chunk_id": pa.array([], pa.string()), "n": pa.array([], pa.int64())})]
+        + list(merge_sorted(iter(_tables(left, rng)), iter(_tables(right, rng))))
+    )
+    assert merged.column("chunk_id").to_pylist() == keys
+
+
+def test_documents_in_chunk_order_give_chunk_ids_in_sorted_order() -> None:
+    # "k15" sorts before "k150" as a doc id, but "k150:…" sorts before "k15:…" as a chunk id
+    docs = ["k15", "k150", "k15a", "v1", "v10"]
+    chunks = {d: sorted(f"{d}:{p}:{s}" for p in ("a1", "a10", "a2", "s") for s in (0, 1)) for d in docs}
+    written = [c for d in sorted(docs, key=chunk_order) for c in chunks[d]]
+    assert written == sorted(written)
+
+
+def test_a_header_keeps_what_grouping_needs_and_the_document_loads_back_whole(tmp_path: Path) -> None:
+    page = corpus_file("adilet/rus/K950001000_.html")  # the Constitution
+    document = extract_file(page).document
+    assert document is not None
+    with open(tmp_path / "shard.docs", "wb") as handle:
+        DocumentWriter(handle)(document)
+    store = DocumentStore()
+    store.add_file(tmp_path / "shard.docs")
+    header = store.headers[str(page)]
+    assert header.units == []
+    assert header.article_labels == document.article_labels and "94-1" in header.article_labels
+    assert len(header.article_labels) == 102  # SOURCES.md: 1–99 plus 83-1, 94-1, 94-2
+    assert header.text_size == document.text_size > 50_000
+    assert store.load(str(page)) == document
+
+
+def test_small_blocks_publish_exactly_what_the_defaults_publish(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import enrich.join
+    import enrich.storage
+    import runs.changes
+    import runs.indexing
+    import runs.rebuild
+    from runs.pipeline import run
+    from vectors.index import open_client
+
+    run([SAMPLE], tmp_path / "default")
+    for module in (enrich.storage, enrich.join, runs.rebuild):
+        monkeypatch.setattr(module, "STREAM_ROWS", 7)
+    monkeypatch.setattr(runs.indexing, "BLOCK", 5)
+    info = run([SAMPLE], tmp_path / "small")
+    for name in ("registry", "chunks", "enriched_chunks", "lineage"):
+        a = pq.read_table(published_file(tmp_path / "default", f"{name}.parquet"))
+        b = pq.read_table(published_file(tmp_path / "small", f"{name}.parquet"))
+        assert a.equals(b), name
+    ids = pq.read_table(published_file(tmp_path / "small", "enriched_chunks.parquet")).column("chunk_id").to_pylist()
+    assert ids == sorted(ids) and len(ids) == info.chunks > 5 * 5
+    assert len(list((tmp_path / "small" / "vectors").rglob("part-*.parquet"))) == -(-info.embedded // 5)
+    collection = open_client(tmp_path / "small" / "chroma").get_collection("zan_chunks")
+    assert sorted(collection.get(include=[])["ids"]) == ids
+    # and the next run of the same files, with the same small blocks, finds nothing to do
+    assert run(None, tmp_path / "small").status == "unchanged"
+
+
+def test_a_scoped_run_merges_carried_documents_in_chunk_id_order(tmp_path: Path) -> None:
+    from runs.pipeline import run
+    from runs.state import RunOptions
+
+    home = tmp_path / "home"
+    run([SAMPLE], home)
+    before = pq.read_table(published_file(home, "enriched_chunks.parquet"))
+    doc = before.column("doc_id")[len(before) // 2].as_py()
+    info = run(None, home, options=RunOptions(only=(doc,), force_reembed=True))
+    after = pq.read_table(published_file(home, "enriched_chunks.parquet"))
+    ids = after.column("chunk_id").to_pylist()
+    assert ids == sorted(ids) == sorted(before.column("chunk_id").to_pylist())
+    assert info.embedded == sum(1 for d in after.column("doc_id").to_pylist() if d == doc)
+
+
+@pytest.mark.slow
+def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--size", "tiny"],
+                          capture_output=True, text=True, timeout=900)  # fmt: skip
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    summary = done.stdout[done.stdout.index("== summary") :]
+    for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_memory.py"):
+        assert f"{section}: " in summary and "goal" in summary, section
+    assert "bench_langchain.py" in done.stdout
