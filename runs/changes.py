@@ -47,10 +47,9 @@ def load_diff(state: RunState) -> ChunkDiff:
     return diff
 
 
-def chunk_state(enriched: pa.Table) -> dict[str, tuple[str | None, str | None]]:
-    """chunk_id → (text_hash, meta_hash): what the diff compares."""
-    ids, texts, metas = (enriched.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
-    return {i: (t, m) for i, t, m in zip(ids, texts, metas, strict=True)}
+def chunk_state(enriched: pa.Table) -> pa.Table:
+    """chunk_id, text_hash, meta_hash: what the diff compares."""
+    return enriched.select(["chunk_id", "text_hash", "meta_hash"])
 
 
 def count_classes(info: RunInfo, diff: ChunkDiff) -> None:

@@ -16,6 +16,9 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 
 class ChangeClass(StrEnum):
     """What a run does to one chunk (the module docstring says which write each means)."""
@@ -29,8 +32,6 @@ class ChangeClass(StrEnum):
 
 CLASSES = tuple(ChangeClass)
 
-State = Mapping[str, tuple[str | None, str | None]]  # chunk_id → (text_hash, meta_hash)
-
 
 @dataclass
 class ChunkDiff:
@@ -43,31 +44,46 @@ class ChunkDiff:
     def counts(self) -> dict[str, int]:
         return {name: len(getattr(self, name)) for name in CLASSES}
 
-    def class_of(self) -> dict[str, ChangeClass]:
-        """chunk_id → its class (for per-type and per-source tallies in the run report)."""
-        return {chunk_id: name for name in CLASSES for chunk_id in getattr(self, name)}
-
     @property
     def to_embed(self) -> list[str]:
         return self.added + self.text_changed
 
 
-def classify(previous: State, desired: State, force_reembed: Collection[str] = ()) -> ChunkDiff:
-    """Classify every chunk id of ``previous`` ∪ ``desired``. ``force_reembed`` ids that exist count as
-    ``text_changed`` even when their text is the same (``--force-reembed`` for a scope)."""
-    diff = ChunkDiff()
-    forced = set(force_reembed)
-    for chunk_id in sorted(desired):
-        text_hash, meta_hash = desired[chunk_id]
-        if chunk_id not in previous:
-            diff.added.append(chunk_id)
-            continue
-        old_text, old_meta = previous[chunk_id]
-        if old_text != text_hash or chunk_id in forced:
-            diff.text_changed.append(chunk_id)
-        elif old_meta != meta_hash:
-            diff.metadata_changed.append(chunk_id)
-        else:
-            diff.unchanged.append(chunk_id)
-    diff.deleted = sorted(set(previous) - set(desired))
-    return diff
+KEYS = pa.schema([pa.field("chunk_id", pa.string()), pa.field("text_hash", pa.string()),
+                  pa.field("meta_hash", pa.string())])  # fmt: skip
+
+
+def state_table(state: Mapping[str, tuple[str | None, str | None]]) -> pa.Table:
+    """A ``chunk_id → (text_hash, meta_hash)`` mapping as a :data:`KEYS` table."""
+    return pa.table({"chunk_id": list(state), "text_hash": [t for t, _ in state.values()],
+                     "meta_hash": [m for _, m in state.values()]}, schema=KEYS)  # fmt: skip
+
+
+def classify(previous: pa.Table, desired: pa.Table, force_reembed: Collection[str] = ()) -> ChunkDiff:
+    """Classify every chunk id of ``previous`` ∪ ``desired`` (tables of ``chunk_id``, ``text_hash``,
+    ``meta_hash``), in Arrow: a hash join, not Python dicts of the corpus. ``force_reembed`` ids that exist
+    count as ``text_changed`` even when their text is the same (``--force-reembed`` for a scope)."""
+    old = previous.select(KEYS.names).cast(KEYS).rename_columns(["chunk_id", "old_text", "old_meta"])
+    old = old.append_column("held", pa.repeat(pa.scalar(True), old.num_rows))
+    new = desired.select(KEYS.names).cast(KEYS)
+    joined = new.join(old, "chunk_id", join_type="left outer").sort_by("chunk_id")
+    held = pc.fill_null(joined.column("held"), False)
+    forced = pc.is_in(joined.column("chunk_id"), value_set=pa.array(sorted(force_reembed), pa.string()))
+    text = pc.or_(_differ(joined.column("old_text"), joined.column("text_hash")), forced)
+    meta = _differ(joined.column("old_meta"), joined.column("meta_hash"))
+    added = pc.invert(held)
+    text_changed = pc.and_(held, text)
+    metadata_changed = pc.and_(held, pc.and_(pc.invert(text), meta))
+    unchanged = pc.and_(held, pc.and_(pc.invert(text), pc.invert(meta)))
+    gone = old.filter(pc.invert(pc.is_in(old.column("chunk_id"), value_set=new.column("chunk_id"))))
+
+    def ids(mask: pa.ChunkedArray | pa.Array) -> list[str]:
+        return [str(i) for i in joined.filter(mask).column("chunk_id").to_pylist()]
+
+    return ChunkDiff(ids(added), ids(text_changed), ids(metadata_changed), ids(unchanged),
+                     sorted(str(i) for i in gone.column("chunk_id").to_pylist()))  # fmt: skip
+
+
+def _differ(a: pa.ChunkedArray, b: pa.ChunkedArray) -> pa.ChunkedArray:
+    """Element-wise ``a != b`` where two nulls are equal and a null differs from a value."""
+    return pc.fill_null(pc.not_equal(a, b), pc.xor(pc.is_valid(a), pc.is_valid(b)))

@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 
 from runs.build import Scope
 from runs.changes import DIRTY, check_shrink, chunk_state, count_classes, in_scope_chunks, load_diff, save_diff
-from runs.diff import ChunkDiff, classify
+from runs.diff import ChunkDiff, classify, state_table
 from runs.errors import RunError, ValidationFailed
 from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
@@ -197,16 +197,15 @@ def validate(state_path: Path | str) -> RunInfo:
         return info
     with timed(info, "validate"):
         keys = state.columns("enriched_chunks", ["chunk_id", "doc_id", "text_hash", "meta_hash"])
-        doc_ids = state.columns("registry", ["doc_id"]).column("doc_id").to_pylist()
-        chunk_ids = keys.column("chunk_id").to_pylist()
+        doc_ids = state.columns("registry", ["doc_id"]).column("doc_id")
         problems = []
-        if len(set(doc_ids)) != len(doc_ids):
+        if pc.count_distinct(doc_ids).as_py() != len(doc_ids):
             problems.append("duplicate doc_id in the registry")
-        if len(set(chunk_ids)) != len(chunk_ids):
+        if pc.count_distinct(keys.column("chunk_id")).as_py() != keys.num_rows:
             problems.append("duplicate chunk_id in the chunks")
-        orphans = set(keys.column("doc_id").to_pylist()) - set(doc_ids)
-        if orphans:
-            problems.append(f"chunks of documents not in the registry: {sorted(orphans)[:5]}")
+        orphans = pc.unique(keys.filter(pc.invert(pc.is_in(keys.column("doc_id"), value_set=doc_ids))).column("doc_id"))
+        if len(orphans):
+            problems.append(f"chunks of documents not in the registry: {sorted(orphans.to_pylist())[:5]}")
         diff = load_diff(state)
         written = diff.to_embed + diff.metadata_changed
         if written:
@@ -225,18 +224,21 @@ def _read_back(state: RunState, enriched: pa.Table, written: list[str], deleted:
     the written chunks read back with the hashes they were written with: every one of a run that wrote up to
     :data:`READ_BACK`, an even sample of a larger one (reading every record back cost a quarter of a
     metadata-only re-run)."""
-    columns = (enriched.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
-    wanted = {i: (t, m) for i, t, m in zip(*columns, strict=True)}
     collection = LazyClient(Path(state.home), state.chroma_url).collection()
     step = max(1, len(written) // READ_BACK)
     sample = sorted(set(written[::step]) | set(written[-1:]))
+    rows = enriched.filter(pc.is_in(enriched.column("chunk_id"), value_set=pa.array(sample, pa.string())))
+    columns = (rows.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
+    wanted = {i: (t, m) for i, t, m in zip(*columns, strict=True)}
     got = collection.get(ids=sample, include=["metadatas"])
     found = {i: ((m or {}).get("text_hash"), (m or {}).get("meta_hash"))
              for i, m in zip(got["ids"], got["metadatas"], strict=True)}  # fmt: skip
-    bad = [i for i in sample if found.get(i) != wanted[i]]
+    bad = [i for i in sample if found.get(i) != wanted.get(i)]
     problems = [f"{len(bad)} of {len(sample)} written chunks read back do not match: {bad[:5]}"] if bad else []
-    if collection.count() != len(wanted) + deleted:
-        problems.append(f"the index holds {collection.count()} records, expected {len(wanted)} + {deleted} to delete")
+    if collection.count() != enriched.num_rows + deleted:
+        problems.append(
+            f"the index holds {collection.count()} records, expected {enriched.num_rows} + {deleted} to delete"
+        )
     return problems
 
 
@@ -252,9 +254,7 @@ def _indexed_rows(
     return {row["chunk_id"]: row for row in wanted.to_pylist()}
 
 
-def _index_before(
-    home: Path, previous: Published | None, client: LazyClient, embedder: Embedder
-) -> dict[str, tuple[str | None, str | None]]:
+def _index_before(home: Path, previous: Published | None, client: LazyClient, embedder: Embedder) -> pa.Table:
     """What the index holds: the published version's hashes; or, after an interrupted run, with data from
     before versions, or when the index is another embedder's, the index itself read back (empty for another
     embedder: it is rebuilt), so the diff converges on the truth."""
@@ -262,5 +262,5 @@ def _index_before(
     if clean and previous is not None:
         return chunk_state(previous.keys())
     if collection_embedder(client.get()) != embedder.id:
-        return {}
+        return state_table({})
     return index_state(client.collection())

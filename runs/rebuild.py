@@ -133,8 +133,6 @@ def _rows_and_chunks(
     to ``out`` as they come. One document's odd content rejects that document only."""
     rows: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}  # chunk_id → which source file (an index into ``sources``) it came from
-    sources: list[str] = []
 
     def chunks() -> Iterator[pa.Table]:
         pending: list[pa.Table] = []
@@ -155,16 +153,10 @@ def _rows_and_chunks(
                 continue
             finally:
                 entry.documents = headers  # the texts are let go
-            clash = next((c for c in found if c["chunk_id"] in seen), None)
+            clash = _duplicate(found)
             if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
-                reason = f"chunk id {clash['chunk_id']!r} already comes from {sources[seen[clash['chunk_id']]]}"
-                rejects.append(_reject(run_id, "chunk", clash["source_file"], entry.doc_id, reason,
-                                       error="DuplicateChunk"))  # fmt: skip
+                rejects.append(_reject(run_id, "chunk", clash[1], entry.doc_id, clash[0], error="DuplicateChunk"))
                 continue
-            for c in found:
-                if not sources or sources[-1] != c["source_file"]:
-                    sources.append(c["source_file"])
-                seen[c["chunk_id"]] = len(sources) - 1
             rows.append(row)
             pending.append(checked)
             if sum(t.num_rows for t in pending) >= STREAM_ROWS:
@@ -175,6 +167,16 @@ def _rows_and_chunks(
 
     write_parquet_stream(chunks(), out, CHUNK_SCHEMA, "chunks")
     return table_from_rows(rows, REGISTRY_SCHEMA, "registry"), rejects
+
+
+def _duplicate(chunks: list[dict[str, Any]]) -> tuple[str, str] | None:
+    """(reason, source file) when two of one entry's chunks have the same id. Chunks of different entries
+    cannot clash: a chunk id starts with its doc_id and ``:``, and doc_ids hold no ``:``. ``chunks`` are
+    sorted by id, so a duplicate sits next to its twin."""
+    for a, b in zip(chunks, chunks[1:], strict=False):
+        if a["chunk_id"] == b["chunk_id"]:
+            return f"chunk id {b['chunk_id']!r} already comes from {a['source_file']}", str(b["source_file"])
+    return None
 
 
 def _clashes(entries: list[Entry], reused: set[str], previous: Published | None) -> set[str]:

@@ -9,11 +9,9 @@ stage; texts sent to the embedder.
 
 from __future__ import annotations
 
-import functools
 import html
 import json
 from collections import Counter, defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,22 +41,15 @@ def build_report(
     rejects: pa.Table,
     started: str,
 ) -> dict[str, Any]:
-    classes = diff.class_of()
-    columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"]).to_pydict()
+    classes = _class_table(diff)
+    columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"])
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
-    folder = _folder_of()
-    triples = zip(columns["chunk_id"], columns["doc_type"], columns["source_file"], strict=True)
-    for chunk_id, doc_type, source in triples:
-        by_type[doc_type or "unknown"][classes.get(chunk_id, "unchanged")] += 1
-        by_source[folder(source)][classes.get(chunk_id, "unchanged")] += 1
+    _tally(columns.join(classes, "chunk_id", join_type="left outer"), by_type, by_source, "unchanged")
     if previous is not None and diff.deleted:
-        old = previous.keys(("chunk_id", "doc_type", "source_file")).to_pydict()
-        gone = set(diff.deleted)
-        for chunk_id, doc_type, source in zip(old["chunk_id"], old["doc_type"], old["source_file"], strict=True):
-            if chunk_id in gone:
-                by_type[doc_type or "unknown"]["deleted"] += 1
-                by_source[folder(source)]["deleted"] += 1
+        old = previous.keys(("chunk_id", "doc_type", "source_file"))
+        gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=pa.array(diff.deleted, pa.string())))
+        _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
     return {
         **info.as_dict(),
         "started": started,
@@ -94,13 +85,36 @@ def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
     }
 
 
-def _folder_of() -> Callable[[str], str]:
-    """A source file's folder, memoised (one Path per file, not per chunk)."""
-    return functools.lru_cache(maxsize=None)(lambda source: str(Path(source).parent))
+def _class_table(diff: ChunkDiff) -> pa.Table:
+    ids = [i for name in CLASSES for i in getattr(diff, name)]
+    return pa.table({"chunk_id": pa.array(ids, pa.string()),
+                     "class": [str(name) for name in CLASSES for _ in getattr(diff, name)]})  # fmt: skip
+
+
+def _tally(rows: pa.Table, by_type: dict[str, Counter[str]], by_source: dict[str, Counter[str]],
+           default: str = "unchanged") -> None:  # fmt: skip
+    """Count ``rows`` (chunk_id, doc_type, source_file, class) per doc type and per source folder, in Arrow:
+    one group per (doc type, source file, class), then folders from the few distinct files."""
+    table = pa.table({
+        "doc_type": pc.fill_null(rows.column("doc_type"), "unknown"),
+        "source_file": pc.fill_null(rows.column("source_file"), ""),
+        "class": pc.fill_null(rows.column("class"), default),
+        "n": pa.repeat(pa.scalar(1), rows.num_rows),
+    })  # fmt: skip
+    grouped = table.group_by(["doc_type", "source_file", "class"]).aggregate([("n", "sum")])
+    for doc_type, source, name, n in zip(*(grouped.column(c).to_pylist() for c in grouped.column_names),
+                                         strict=True):  # fmt: skip
+        by_type[doc_type][name] += n
+        by_source[str(Path(source).parent)][name] += n
 
 
 def _ordered(counter: Counter[str]) -> dict[str, int]:
     return {name: counter.get(name, 0) for name in CLASSES}
+
+
+def _docs_of(table: pa.Table, chunk_ids: list[str]) -> set[str]:
+    picked = table.filter(pc.is_in(table.column("chunk_id"), value_set=pa.array(chunk_ids, pa.string())))
+    return {str(d) for d in pc.unique(picked.column("doc_id")).to_pylist()}
 
 
 def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
@@ -127,16 +141,13 @@ def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
 
 
 def documents_diff(
-    registry: pa.Table, previous: Published | None, diff: ChunkDiff, columns: dict[str, list[Any]]
+    registry: pa.Table, previous: Published | None, diff: ChunkDiff, columns: pa.Table
 ) -> dict[str, list[str]]:
     now = {r["doc_id"]: r for r in registry.to_pylist()}
     before = {r["doc_id"]: r for r in previous.registry.to_pylist()} if previous else {}
-    doc_of = dict(zip(columns["chunk_id"], columns["doc_id"], strict=True))
-    touched = {doc_of[c] for c in diff.added + diff.text_changed + diff.metadata_changed if c in doc_of}
-    if previous is not None:
-        keys = previous.keys(("chunk_id", "doc_id"))
-        old = dict(zip(*(keys.column(c).to_pylist() for c in ("chunk_id", "doc_id")), strict=True))
-        touched |= {old[c] for c in diff.deleted if c in old}
+    touched = _docs_of(columns, diff.added + diff.text_changed + diff.metadata_changed)
+    if previous is not None and diff.deleted:
+        touched |= _docs_of(previous.keys(("chunk_id", "doc_id")), diff.deleted)
     touched |= {d for d in now if d in before and now[d] != before[d]}
     return {
         "added": sorted(set(now) - set(before)),

@@ -120,3 +120,44 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_memory.py"):
         assert f"{section}: " in summary and "goal" in summary, section
     assert "bench_langchain.py" in done.stdout
+
+
+def _reference_classes(old: dict[str, tuple], new: dict[str, tuple], forced: set[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {"added": [], "text_changed": [], "metadata_changed": [], "unchanged": []}
+    for chunk_id in sorted(new):
+        if chunk_id not in old:
+            out["added"].append(chunk_id)
+        elif old[chunk_id][0] != new[chunk_id][0] or chunk_id in forced:
+            out["text_changed"].append(chunk_id)
+        elif old[chunk_id][1] != new[chunk_id][1]:
+            out["metadata_changed"].append(chunk_id)
+        else:
+            out["unchanged"].append(chunk_id)
+    out["deleted"] = sorted(set(old) - set(new))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_arrow_diff_classifies_as_the_rules_say(seed: int) -> None:
+    from runs.diff import classify, state_table
+
+    rng = random.Random(seed)
+
+    def value() -> str | None:
+        return rng.choice([None, "a", "b"])  # a hash the index never got (None) counts too
+
+    ids = [f"d:{n}:0" for n in range(rng.randint(0, 30))]
+    old = {i: (value(), value()) for i in ids if rng.random() < 0.7}
+    new = {i: (value(), value()) for i in ids if rng.random() < 0.7}
+    forced = {i for i in ids if rng.random() < 0.1}
+    got = classify(state_table(old), state_table(new), forced)
+    assert {name: getattr(got, name) for name in _reference_classes(old, new, forced)} == _reference_classes(
+        old, new, forced
+    )
+
+
+def test_no_doc_id_holds_the_chunk_id_separator(corpus_run) -> None:  # type: ignore[no-untyped-def]
+    # chunk ids are <doc_id>:<path>:<seq>; chunk order and the duplicate check rely on doc_ids without ':'
+    _, home = corpus_run
+    doc_ids = pq.read_table(published_file(home, "registry.parquet"), columns=["doc_id"]).column(0).to_pylist()
+    assert len(doc_ids) > 40 and not [d for d in doc_ids if ":" in d]

@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 import numpy as np
+import pyarrow as pa
 
 from enrich.metadata import METADATA_FIELDS, chunk_metadata
 from schemas.errors import TransientError
@@ -49,17 +50,18 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
     return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
 
 
-def index_state(collection: Any) -> dict[str, tuple[str | None, str | None]]:
-    """What the collection holds now: chunk_id → (text_hash, meta_hash), read page by page."""
-    state: dict[str, tuple[str | None, str | None]] = {}
+def index_state(collection: Any) -> pa.Table:
+    """What the collection holds now: chunk_id, text_hash, meta_hash, read page by page."""
+    pages: list[pa.Table] = []
     offset = 0
     while True:
         page = collection.get(include=["metadatas"], limit=BATCH * 10, offset=offset)
-        for chunk_id, meta in zip(page["ids"], page["metadatas"], strict=True):
-            meta = meta or {}
-            state[chunk_id] = (meta.get("text_hash"), meta.get("meta_hash"))
+        metas = [m or {} for m in page["metadatas"]]
+        pages.append(pa.table({"chunk_id": pa.array(page["ids"], pa.string()),
+                               "text_hash": pa.array([m.get("text_hash") for m in metas], pa.string()),
+                               "meta_hash": pa.array([m.get("meta_hash") for m in metas], pa.string())}))  # fmt: skip
         if len(page["ids"]) < BATCH * 10:
-            return state
+            return pa.concat_tables(pages)
         offset += len(page["ids"])
 
 
