@@ -5,13 +5,17 @@ task and passes the state file's path through XCom. Same library path either way
 
 - ``begin`` takes the data directory's lease (one run at a time), plans the scope, decides which files
   must be read (unchanged documents are reused) and splits them into shards.
-- ``extract_shard`` reads one shard's files into documents (pickled beside the state: an internal format).
-- ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages).
-- ``enrich`` joins the identifier fields onto the chunks (DuckDB), combines them with the documents that
-  stay as they are, and stages the version's tables (registry, chunks, enriched chunks, rejects).
-- ``index`` classifies every chunk against the index, applies the shrink gate, embeds only unseen text
-  and writes only what changed (marking the index dirty first).
-- ``validate`` checks the staged tables' contracts and reads back every chunk it wrote.
+- ``extract_shard`` reads one shard's files, each document appended to the shard's file as it is read
+  (:mod:`runs.documents`: an internal format, one document in memory at a time).
+- ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages),
+  grouping from headers and building one entry at a time (:mod:`runs.rebuild`).
+- ``enrich`` joins the identifier fields onto the chunks, merges them with the documents that stay as they
+  are (streamed, in chunk id order), and stages the version's tables (registry, chunks, enriched chunks,
+  rejects, lineage).
+- ``index`` classifies every chunk against the index (an Arrow join of ids and hashes), applies the shrink
+  gate, embeds only unseen text and writes only what changed, in blocks (marking the index dirty first).
+- ``validate`` checks the staged tables' ids and reads back what it wrote (all of a small run, a sample of a
+  large one) and the index's count.
 - ``publish`` makes the version current with one atomic pointer swap, then deletes what went away.
 - ``report`` writes the run report; ``finish`` releases the lease, removes work files and, when a stage
   failed, records the failure (the previous version stays published).
