@@ -40,8 +40,10 @@ def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call the library. An error that says it is terminal (``ZanError.transient`` false: bad input, a refused
     shrink, a failed validation) fails the task at once with the reason in the log; a transient one (a busy
     lease, a full disk, an unreachable Chroma server) and anything unexpected are left to Airflow's retries."""
+    from runs.memory import lean_arrow_memory
     from schemas.errors import ZanError
 
+    lean_arrow_memory()
     try:
         return call(*args, **kwargs)
     except ZanError as exc:

@@ -13,7 +13,7 @@ from extractors.files import atomic_writer
 from schemas.arrow import conform
 
 ROW_GROUP_SIZE = 122_880  # DESIGN.md: ~2x faster DuckDB joins than one big row group
-STREAM_ROWS = 16_384  # rows per batch (and row group) of a table written as a stream: memory holds one batch
+STREAM_ROWS = 8_192  # rows per batch (and row group) of a table written as a stream: memory holds one batch
 
 
 def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema, name: str) -> pa.Table:

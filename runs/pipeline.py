@@ -25,6 +25,7 @@ from runs.changes import DIRTY, chunk_state, count_classes
 from runs.diff import classify
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
+from runs.memory import lean_arrow_memory
 from runs.report import build_report, write_report
 from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id
 from runs.versions import now_iso, set_current
@@ -50,6 +51,7 @@ def run(
     options: RunOptions | None = None,
 ) -> RunInfo:
     """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures."""
+    lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or HashingEmbedder()
     state = stages.begin(home, sources, options, chroma_url, embedder="hash", embedder_id=embedder.id, holder="process")
@@ -77,6 +79,7 @@ def rollback(
 ) -> RunInfo:
     """Republish an earlier kept version (default: the one before the current): the index is brought back
     to it by the same diff a run uses (stored vectors, no re-embedding), then the pointer moves."""
+    lean_arrow_memory()
     embedder = embedder or HashingEmbedder()
     home = check_home(home, writable=True)
     info = RunInfo(run_id=new_run_id(), scope="rollback", home=str(home), embedder=embedder.id,
