@@ -161,3 +161,21 @@ def test_no_doc_id_holds_the_chunk_id_separator(corpus_run) -> None:  # type: ig
     _, home = corpus_run
     doc_ids = pq.read_table(published_file(home, "registry.parquet"), columns=["doc_id"]).column(0).to_pylist()
     assert len(doc_ids) > 40 and not [d for d in doc_ids if ":" in d]
+
+
+@pytest.mark.parametrize(("override", "expected"), [(None, "jemalloc"), ("system", "system")])
+def test_a_run_takes_arrow_memory_from_jemalloc_unless_the_user_names_a_pool(override, expected) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    import pyarrow as pa
+
+    try:
+        pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        pytest.skip("this pyarrow is built without jemalloc")
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if override:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = override
+    done = subprocess.run([sys.executable, "-c", "from runs.memory import lean_arrow_memory; print(lean_arrow_memory())"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.strip() == expected
