@@ -61,15 +61,20 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         count_classes(info, diff)
         check_shrink(previous, state.columns("registry", ["doc_id"]), diff, options)
     store = VectorStore(home, embedder.id)
+    new_text = _hashes_of(keys, diff.to_embed)
     if options.dry_run:
-        hashes = set(_hashes_of(keys, diff.to_embed))
-        info.embedded = len(hashes if options.force_reembed else hashes - store.hashes())
+        unseen = (
+            new_text
+            if options.force_reembed
+            else new_text.filter(pc.invert(pc.is_in(new_text, value_set=store.hashes())))
+        )
+        info.embedded = pc.count_distinct(unseen).as_py()
         info.status = RunStatus.DRY_RUN
         state.update(info, Stage.INDEXED)
         return info
     if diff.to_embed or diff.metadata_changed:
         path = state.tables_folder() / "enriched_chunks.parquet"
-        unique = len(set(_hashes_of(keys, diff.to_embed)))
+        unique = pc.count_distinct(new_text).as_py()
         dim = int(getattr(embedder, "dim", 1024))
         needed = index_bytes(len(diff.to_embed), _text_bytes(path, diff.to_embed), dim) + 4 * dim * unique
         check_room(home, needed, f"index {len(diff.to_embed)} chunks")
@@ -107,7 +112,7 @@ def stream_changes(
     runs and rollbacks."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
     upserts, updates = set(diff.to_embed), set(diff.metadata_changed)
-    known = set() if force or not upserts else store.hashes()
+    known = pa.array([], pa.string()) if force or not upserts else store.hashes()
     done, total = [0], len(upserts) + len(updates)
     clock = info or RunInfo(run_id=run_id)
 
@@ -120,9 +125,9 @@ def stream_changes(
     upsert_ids = pa.array(sorted(upserts), pa.string())
     for block, table in enumerate(_blocks(enriched_path, sorted(upserts | updates))):
         with timed(clock, "embed"):
-            new_text = pc.is_in(table.column("chunk_id"), value_set=upsert_ids)
-            vectors, fresh = block_vectors(table.filter(new_text), store, known, embedder, run_id, block)
-            known |= set(fresh)
+            to_upsert = pc.is_in(table.column("chunk_id"), value_set=upsert_ids)
+            vectors, fresh = block_vectors(table.filter(to_upsert), store, known, embedder, run_id, block)
+            known = pa.concat_arrays([known, pa.array(fresh, pa.string())]) if fresh else known
             embedded += len(fresh)
         with timed(clock, "index"):
             for start in range(0, table.num_rows, BATCH):  # Python rows for one Chroma call at a time
@@ -136,14 +141,15 @@ def stream_changes(
 
 
 def block_vectors(
-    table: pa.Table, store: VectorStore, known: set[str], embedder: Embedder, run_id: str, block: int
+    table: pa.Table, store: VectorStore, known: pa.Array, embedder: Embedder, run_id: str, block: int
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Vectors for the texts of one block's rows: the stored ones among ``known`` read back, the rest
     embedded (256 at a time, texts taken from the Arrow column as they are needed) and stored as this
     block's part before anything is written to the index (a run killed after embedding does not embed them
     again). Returns the vectors by text hash and the hashes embedded."""
     hashes = [str(h) for h in table.column("text_hash").to_pylist()]
-    vectors = store.get(sorted({h for h in hashes if h in known}))
+    stored = table.column("text_hash").filter(pc.is_in(table.column("text_hash"), value_set=known))
+    vectors = store.get(sorted(set(stored.to_pylist())))
     position = {h: n for n, h in enumerate(hashes) if h not in vectors}
     missing = list(position)
     fresh: dict[str, np.ndarray] = {}
@@ -172,9 +178,10 @@ def _blocks(path: Path, ids: list[str]) -> Iterator[pa.Table]:
         yield pa.concat_tables(pending).combine_chunks()
 
 
-def _hashes_of(keys: pa.Table, ids: list[str]) -> list[str]:
+def _hashes_of(keys: pa.Table, ids: list[str]) -> pa.Array:
+    """The text hashes of ``ids`` (an Arrow array: no Python strings for a corpus of them)."""
     picked = keys.filter(pc.is_in(keys.column("chunk_id"), value_set=pa.array(ids, pa.string())))
-    return [str(h) for h in picked.column("text_hash").to_pylist()]
+    return picked.column("text_hash").combine_chunks()
 
 
 def _text_bytes(path: Path, ids: list[str]) -> int:

@@ -43,12 +43,12 @@ class VectorStore:
             for i, text_hash in enumerate(table.column("text_hash").to_pylist())
         }
 
-    def hashes(self) -> set[str]:
-        """Every stored text hash (one string column read; no vector is loaded)."""
+    def hashes(self) -> pa.Array:
+        """Every stored text hash, as an Arrow array (one string column read; no vector is loaded)."""
         parts = sorted(self.folder.glob("part-*.parquet")) if self.folder.exists() else []
         if not parts:
-            return set()
-        return set(ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(columns=["text_hash"]).column(0).to_pylist())
+            return pa.array([], pa.string())
+        return ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(columns=["text_hash"]).column(0).combine_chunks()
 
     def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000, block: int = 0) -> None:
         """Store ``vectors`` as float32 straight from numpy (no Python floats), one parquet part per
