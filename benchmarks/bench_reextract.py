@@ -18,32 +18,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
 
+from corpus import WORDS  # noqa: E402  (the generator's word list; its own realistic corpus is corpus.py)
 from sample_adilet import adilet_page  # noqa: E402
 
 from runs.pipeline import run  # noqa: E402
-
-WORDS = [
-    "работодатель",
-    "обязан",
-    "обеспечить",
-    "безопасные",
-    "условия",
-    "труда",
-    "работников",
-    "средства",
-    "индивидуальной",
-    "защиты",
-    "инструктаж",
-    "проверка",
-    "знаний",
-    "охрана",
-    "труда",
-    "производственный",
-    "контроль",
-    "опасный",
-    "объект",
-    "расследование",
-]
 
 
 def article_text(doc: int, article: int) -> str:
