@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 from enrich.metadata import METADATA_FIELDS
 from enrich.storage import read_parquet
 from runs.versions import staging_dir, write_text_atomic
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
@@ -146,10 +146,6 @@ class Published:
         return _load_published(str(folder), stamp)
 
     @functools.cached_property
-    def chunks(self) -> pa.Table:
-        return read_parquet(self.folder / "chunks.parquet", CHUNK_SCHEMA, "chunks")
-
-    @functools.cached_property
     def enriched(self) -> pa.Table:
         return read_parquet(self.folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
 
@@ -254,17 +250,6 @@ class RunState:
     def columns(self, table: str, columns: list[str]) -> pa.Table:
         """Only ``columns`` of one of the version's tables (ids and hashes: no text is read)."""
         return pq.read_table(self.tables_folder() / f"{table}.parquet", columns=columns)
-
-    def tables(self) -> tuple[pa.Table, pa.Table, pa.Table]:
-        """(registry, enriched, rejects) of the run's version: staged, or the published one when identical;
-        each checked against its schema as it is read."""
-        home = Path(self.home)
-        folder = versions_dir(home) / self.previous if self.same and self.previous else staging_dir(home, self.run_id)
-        return (
-            read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-            read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks"),
-            read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
-        )
 
     def run_info(self) -> RunInfo:
         return RunInfo.from_dict(self.info)
