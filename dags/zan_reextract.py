@@ -14,18 +14,21 @@ if str(Path(__file__).parent) not in sys.path:  # the shared task module beside 
 from airflow.sdk import dag
 from zan_tasks import DEFAULT_ARGS, fetch, wire  # noqa: E402
 
+SCHEDULE = os.environ.get("ZAN_SCHEDULE", "@weekly")
+
 DOC = """
 ### zan re-extract
-Weekly (``ZAN_SCHEDULE`` overrides, e.g. ``@daily``): fetch configured adilet acts into the landing zone,
-then re-extract every source, enrich and index **only what changed**, validate, and publish a new version
-of the registry and the Chroma index atomically. Emits the `zan_registry` and `zan_index` assets.
+Weekly (``ZAN_SCHEDULE`` overrides, e.g. ``@daily``; ``none``: only triggered runs): fetch configured adilet
+acts into the landing zone, then re-extract every source, enrich and index **only what changed**, validate,
+and publish a new version of the registry and the Chroma index atomically. Emits the `zan_registry` and
+`zan_index` assets.
 A failed run leaves the previous version published; its report (``ZAN_HOME/runs/``) says why.
 """
 
 
 @dag(
     dag_id="zan_reextract",
-    schedule=os.environ.get("ZAN_SCHEDULE", "@weekly"),
+    schedule=None if SCHEDULE.lower() == "none" else SCHEDULE,
     start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
     catchup=False,
     max_active_runs=1,

@@ -1,0 +1,69 @@
+"""A small client of the Airflow 3 REST API (``/api/v2``), authenticated as the compose file configures:
+the FAB auth manager's ``POST /auth/token`` with the ``airflow`` user, then a bearer token."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+
+FINISHED = {"success", "failed"}
+
+
+class Api:
+    def __init__(self, url: str, username: str = "airflow", password: str = "airflow") -> None:
+        self.url = url.rstrip("/")
+        token = httpx.post(f"{self.url}/auth/token", json={"username": username, "password": password}, timeout=30)
+        token.raise_for_status()
+        self.client = httpx.Client(base_url=f"{self.url}/api/v2", timeout=30,
+                                   headers={"Authorization": f"Bearer {token.json()['access_token']}"})  # fmt: skip
+
+    def get(self, path: str, **params: Any) -> Any:
+        response = self.client.get(path, params=params)
+        response.raise_for_status()
+        return response.json()
+
+    def wait_dag(self, dag_id: str, timeout: float = 180) -> dict[str, Any]:
+        """The DAG once the dag-processor has parsed and serialized it."""
+        deadline = time.monotonic() + timeout
+        while True:
+            response = self.client.get(f"/dags/{dag_id}")
+            if response.status_code == 200:
+                return dict(response.json())
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s: {response.text[:300]}")
+            time.sleep(2)
+
+    def unpause(self, dag_id: str) -> None:
+        self.client.patch(f"/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+
+    def trigger(self, dag_id: str, conf: dict[str, Any] | None = None) -> httpx.Response:
+        """``POST /dags/{dag_id}/dagRuns``: the response as it is (a 4xx for Params that do not validate)."""
+        return self.client.post(f"/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf or {}})
+
+    def runs(self, dag_id: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100)["dag_runs"])
+
+    def wait_run(self, dag_id: str, run_id: str, timeout: float = 600) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.get(f"/dags/{dag_id}/dagRuns/{run_id}")
+            if run["state"] in FINISHED:
+                return dict(run)
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s")
+            time.sleep(2)
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=200)["task_instances"])
+
+    def tries(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> list[dict[str, Any]]:
+        path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/{map_index}/tries"
+        if map_index == -1:
+            path = f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/tries"
+        return list(self.get(path)["task_instances"])
+
+    def asset_events(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        events = self.get("/assets/events", source_dag_id=dag_id, source_run_id=run_id, limit=100)
+        return list(events["asset_events"])

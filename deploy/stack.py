@@ -1,0 +1,333 @@
+"""The native stack: zan's Airflow deployment on one machine, from packages only.
+
+PostgreSQL (Debian's ``postgresql``) is the metadata database and the Celery result backend, Redis
+(Debian's ``redis-server``) the Celery broker; then ``airflow api-server``, ``scheduler``, ``dag-processor``,
+``triggerer``, N ``celery worker``s and a ``chroma run`` server, each its own process group on 127.0.0.1,
+with the settings of docker-compose.yml (:mod:`deploy.settings`). Everything lives under one folder: data,
+logs, and ``stack.json`` (ports and pids), so ``down`` works from another process.
+
+    python -m deploy up --folder /tmp/zan-stack --workers 2     # prints the API URL when healthy
+    python -m deploy down --folder /tmp/zan-stack
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import httpx
+
+from deploy.settings import ROOT, Ports, native_environment
+
+BIN = Path(sys.executable).parent
+PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server"}  # binary → the Debian package with it
+USER = PASSWORD = "airflow"  # as docker-compose.yml creates the API user (_AIRFLOW_WWW_USER_*)
+
+
+class StackError(RuntimeError):
+    """A service did not start or become healthy; the message names it and its log."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def postgres_bin() -> Path:
+    """The newest installed PostgreSQL's binaries (Debian puts them under /usr/lib/postgresql/<major>/bin)."""
+    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/postgres"), key=lambda p: int(p.parent.parent.name))
+    if not found:
+        raise StackError("PostgreSQL is not installed: apt-get install postgresql (make deploy-deps)")
+    return found[-1].parent
+
+
+def check_packages() -> None:
+    missing = [package for binary, package in PACKAGES.items()
+               if binary != "postgres" and shutil.which(binary) is None]  # fmt: skip
+    with contextlib.suppress(StackError):
+        postgres_bin()
+    if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
+        missing.append(PACKAGES["postgres"])
+    if missing:
+        raise StackError(f"missing Debian packages: {' '.join(missing)} (make deploy-deps installs them)")
+
+
+@dataclass
+class Stack:
+    """One native stack under ``folder``. ``variables`` are what compose interpolates from (its .env);
+    ``overrides`` are settings added on top (a test's shorter heartbeat timeout, say)."""
+
+    folder: Path
+    workers: int = 2
+    variables: dict[str, str] = field(default_factory=dict)
+    overrides: dict[str, str] = field(default_factory=dict)
+    ports: Ports | None = None
+    pids: dict[str, int] = field(default_factory=dict)
+    worker_env: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    # ---- state on disk -------------------------------------------------------------------------------
+    @property
+    def state_file(self) -> Path:
+        return self.folder / "stack.json"
+
+    def save(self) -> None:
+        body = {"workers": self.workers, "variables": self.variables, "overrides": self.overrides, "pids": self.pids,
+                "ports": asdict(self.ports) if self.ports else None}  # fmt: skip
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps(body, indent=2), "utf-8")
+        tmp.replace(self.state_file)
+
+    @classmethod
+    def load(cls, folder: Path) -> Stack:
+        body = json.loads((folder / "stack.json").read_text("utf-8"))
+        ports = Ports(**body["ports"]) if body["ports"] else None
+        return cls(folder, body["workers"], body["variables"], body["overrides"], ports, body["pids"])
+
+    # ---- settings -----------------------------------------------------------------------------------
+    @property
+    def api_url(self) -> str:
+        assert self.ports
+        return f"http://127.0.0.1:{self.ports.api}"
+
+    @property
+    def chroma_url(self) -> str:
+        assert self.ports
+        return f"http://127.0.0.1:{self.ports.chroma}"
+
+    def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        assert self.ports
+        variables = {"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor", **self.variables}
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZAN_"))}
+        pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+        return {**keep, **native_environment(self.ports, self.folder, variables), "PYTHONPATH": pythonpath,
+                **self.overrides, **(extra or {})}  # fmt: skip
+
+    # ---- lifecycle ----------------------------------------------------------------------------------
+    def up(self, timeout: float = 240) -> None:
+        """Start every service and wait until each is healthy; on failure everything started is stopped."""
+        check_packages()
+        self.folder.mkdir(parents=True, exist_ok=True)
+        (self.folder / "logs").mkdir(exist_ok=True)
+        self.ports = Ports(*(free_port() for _ in range(5)))
+        env = self.environment()
+        for path in ("ZAN_HOME", "ZAN_LANDING"):
+            Path(env[path]).mkdir(parents=True, exist_ok=True)
+        self.save()
+        try:
+            self._postgres()
+            self._start("redis", ["redis-server", "--port", str(self.ports.redis), "--bind", "127.0.0.1",
+                                  "--save", "", "--appendonly", "no"])  # fmt: skip
+            self.start_chroma()
+            self._airflow_once(["db", "migrate"], timeout=300)
+            self._airflow_once(["users", "create", "--username", USER, "--password", PASSWORD, "--role", "Admin",
+                                "--email", "airflow@example.com", "--firstname", "Air",
+                                "--lastname", "Flow"])  # fmt: skip
+            self._start("api-server", [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port",
+                                       str(self.ports.api), "--workers", "1"])  # fmt: skip
+            for name in ("scheduler", "dag-processor", "triggerer"):
+                self._start(name, [str(BIN / "airflow"), name])
+            for n in range(1, self.workers + 1):
+                self.start_worker(f"worker{n}")
+            self.wait_healthy(timeout)
+        except BaseException:
+            self.down()
+            raise
+
+    def down(self) -> None:
+        """Stop every process group this stack started (TERM, then KILL after 20 s), then PostgreSQL."""
+        for name in reversed(list(self.pids)):
+            if name != "postgres":
+                self.stop(name)
+        self._pg_ctl("stop", "-m", "fast")
+        self.pids.clear()
+        if self.state_file.exists():
+            self.save()
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        """Stop one service's process group (``kill``: SIGKILL at once, as a machine dying would)."""
+        pid = self.pids.pop(name, None)
+        if pid is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL if kill else signal.SIGTERM)
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and _alive(pid):
+                time.sleep(0.2)
+            os.killpg(pid, signal.SIGKILL)  # what is left of the group (a worker's task processes)
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        self.save()
+
+    def start_chroma(self) -> None:
+        assert self.ports
+        self._start("chroma", [str(BIN / "chroma"), "run", "--path", str(self.folder / "chroma"), "--host",
+                               "127.0.0.1", "--port", str(self.ports.chroma)])  # fmt: skip
+        _wait(lambda: _http_ok(f"{self.chroma_url}/api/v2/heartbeat"), 60, "chroma", self._log("chroma"))
+
+    def start_worker(self, name: str, extra: Mapping[str, str] | None = None) -> None:
+        """A Celery worker named ``name``: its task instances record ``<name>@<host>`` as their hostname."""
+        self.worker_env[name] = dict(extra or {})
+        env = {"ZAN_WORKER_NAME": name, "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.naming.worker_hostname",
+               **(extra or {})}  # fmt: skip
+        self._start(name, [str(BIN / "airflow"), "celery", "worker", "--celery-hostname", f"{name}@%h",
+                           "--concurrency", "2", "--skip-serve-logs", "--pid", str(self.folder / f"{name}.pid")],
+                    env)  # fmt: skip
+
+    def wait_healthy(self, timeout: float = 240) -> None:
+        """The API answers, the scheduler, dag-processor and triggerer heartbeat, every worker answers a
+        Celery ping."""
+        checks: list[tuple[Callable[[], bool], str]] = [
+            (lambda: _http_ok(f"{self.api_url}/api/v2/version"), "api-server"),
+            (self._components_healthy, "scheduler"),
+            (self._workers_answer, "worker1"),
+        ]
+        for ready, name in checks:
+            _wait(functools.partial(self._running_and, ready), timeout, name, self._log(name))
+
+    def _running_and(self, ready: Callable[[], bool]) -> bool:
+        return self._running() and ready()
+
+    def _running(self) -> bool:
+        """Every process the stack started is alive (else :class:`StackError` naming the first that died)."""
+        for name, pid in self.pids.items():
+            if pid and not _alive(pid):
+                tail = self._log(name).read_text("utf-8", "replace")[-1500:]
+                raise StackError(f"{name} died; see {self._log(name)}:\n{tail}")
+        return True
+
+    # ---- internals ----------------------------------------------------------------------------------
+    def _log(self, name: str) -> Path:
+        return self.folder / "logs" / f"{name}.log"
+
+    def _start(self, name: str, command: list[str], extra: Mapping[str, str] | None = None) -> None:
+        with self._log(name).open("ab") as log:
+            process = subprocess.Popen(command, env=self.environment(extra), stdout=log, stderr=subprocess.STDOUT,
+                                       stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.folder)  # fmt: skip
+        self.pids[name] = process.pid
+        self.save()
+        time.sleep(0.2)
+        if process.poll() is not None:
+            raise StackError(f"{name} exited at once ({process.returncode}); see {self._log(name)}")
+
+    def _airflow_once(self, args: list[str], timeout: float = 120) -> None:
+        name = "airflow-" + args[0]
+        with self._log(name).open("ab") as log:
+            done = subprocess.run([str(BIN / "airflow"), *args], env=self.environment(), stdout=log,
+                                  stderr=subprocess.STDOUT, timeout=timeout, cwd=self.folder)  # fmt: skip
+        if done.returncode != 0:
+            raise StackError(f"airflow {' '.join(args[:2])} failed ({done.returncode}); see {self._log(name)}")
+
+    def _postgres(self) -> None:
+        """initdb into the stack's folder, start on 127.0.0.1, create the ``airflow`` role and database
+        (PostgreSQL refuses to run as root, so as root it runs as the ``postgres`` user)."""
+        assert self.ports
+        data, sockets = self.folder / "postgres", self.folder / "postgres-run"
+        for folder in (data, sockets):
+            folder.mkdir(exist_ok=True)
+            if os.geteuid() == 0:
+                shutil.chown(folder, "postgres", "postgres")
+        if not (data / "PG_VERSION").exists():
+            self._as_postgres([str(postgres_bin() / "initdb"), "-D", str(data), "-U", "postgres", "--auth", "trust",
+                               "-E", "UTF8"], "initdb")  # fmt: skip
+        options = f"-p {self.ports.postgres} -k {sockets} -c listen_addresses=127.0.0.1"
+        self._pg_ctl("start", "-w", "-t", "60", "-o", options)
+        self.pids["postgres"] = 0
+        psql = [str(postgres_bin() / "psql"), "-h", "127.0.0.1", "-p", str(self.ports.postgres), "-U", "postgres",
+                "-v", "ON_ERROR_STOP=1", "-c"]  # fmt: skip
+        self._as_postgres([*psql, f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'"], "psql")
+        self._as_postgres([*psql, f"CREATE DATABASE airflow OWNER {USER}"], "psql")
+
+    def _pg_ctl(self, *args: str) -> None:
+        data = self.folder / "postgres"
+        if not (data / "PG_VERSION").exists():
+            return
+        self._as_postgres([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(self._log("postgres")),
+                           *args], "pg_ctl", check=args[0] == "start")  # fmt: skip
+
+    def _as_postgres(self, command: list[str], name: str, check: bool = True) -> None:
+        if os.geteuid() == 0:
+            command = ["runuser", "-u", "postgres", "--", *command]
+            if name == "pg_ctl":
+                self._log("postgres").touch()
+                shutil.chown(self._log("postgres"), "postgres", "postgres")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+        if check and done.returncode != 0:
+            raise StackError(f"{name} failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")
+
+    def _components_healthy(self) -> bool:
+        try:
+            body = httpx.get(f"{self.api_url}/api/v2/monitor/health", timeout=5).json()
+        except (httpx.HTTPError, ValueError):
+            return False
+        return all(body.get(c, {}).get("status") == "healthy" for c in ("metadatabase", "scheduler", "triggerer",
+                                                                          "dag_processor"))  # fmt: skip
+
+    def _workers_answer(self) -> bool:
+        done = subprocess.run([str(BIN / "celery"), "--app", "airflow.providers.celery.executors.celery_executor.app",
+                               "inspect", "ping", "--json", "--timeout", "5"], env=self.environment(),
+                              capture_output=True, text=True, timeout=120, cwd=self.folder)  # fmt: skip
+        try:
+            answers = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
+        except ValueError:
+            return False
+        names = {n.split("@")[0] for n in (answers if isinstance(answers, dict) else {})}
+        wanted = {n for n in self.pids if n.startswith("worker")}
+        return wanted <= names
+
+
+def _alive(pid: int) -> bool:
+    """Whether the process ``pid`` runs (a child of ours that exited is reaped here, not left a zombie)."""
+    try:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return False
+    except ChildProcessError:  # not our child: a stack loaded from stack.json
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _http_ok(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=5).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
+    deadline = time.monotonic() + timeout
+    while not ready():
+        if time.monotonic() > deadline:
+            tail = log.read_text("utf-8", "replace")[-1500:] if log.exists() else "(no log)"
+            raise StackError(f"{what} not healthy after {timeout:.0f} s; {log}:\n{tail}")
+        time.sleep(1)
+
+
+@contextlib.contextmanager
+def running(
+    folder: Path,
+    workers: int = 2,
+    variables: Mapping[str, str] | None = None,
+    overrides: Mapping[str, str] | None = None,
+) -> Iterator[Stack]:
+    """A stack for the length of a ``with`` block (tests, benchmarks)."""
+    stack = Stack(folder, workers, dict(variables or {}), dict(overrides or {}))
+    stack.up()
+    try:
+        yield stack
+    finally:
+        stack.down()
