@@ -16,5 +16,8 @@ COPY --chown=airflow:0 enrich /opt/zan/src/enrich
 COPY --chown=airflow:0 extractors /opt/zan/src/extractors
 COPY --chown=airflow:0 schemas /opt/zan/src/schemas
 COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
-# Airflow's own constraints keep its dependencies as the image has them; zan adds chromadb, duckdb, pyarrow…
-RUN pip install --no-cache-dir "apache-airflow==3.3.2" /opt/zan/src
+# Every Python dependency at the version uv.lock resolved (the same lock the native stack and the tests run
+# on): deploy/requirements.txt is exported from it by `make requirements`; zan itself adds nothing to it.
+COPY --chown=airflow:0 deploy/requirements.txt /opt/zan/requirements.txt
+RUN pip install --no-cache-dir -r /opt/zan/requirements.txt \
+    && pip install --no-cache-dir --no-deps /opt/zan/src

@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 # chromadb's sources again (~0.8 s of a lookup), and PYTHONDONTWRITEBYTECODE keeps it from caching them.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: run test test-fast lint check setup sample clean bench bench-tiny bench-cli
+.PHONY: run test test-deploy deploy-deps requirements test-fast lint check setup sample clean bench bench-tiny bench-cli
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -23,8 +23,20 @@ run: setup  ## extract, build the registry, enrich and index the bundled corpus 
 	$(UV) run zan sql "SELECT doc_id, doc_type, issuer, order_number, law_zrk, intl_org, intl_section FROM registry ORDER BY doc_id" --home $(HOME_DIR)
 	$(UV) run zan lookup "приказ 211" --home $(HOME_DIR) --k-per-doc 1
 
-test: setup  ## the test suite (the same command CI runs)
-	$(UV) run pytest -q
+test: setup  ## the test suite (the same command CI runs); the deployment test is `make test-deploy`
+	$(UV) run pytest -q -m "not deploy"
+
+deploy-deps:  ## Debian's PostgreSQL and Redis (the native stack), docker-compose (to validate the compose file)
+	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v redis-server >/dev/null; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql redis-server; fi
+	@command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose
+
+requirements: setup  ## deploy/requirements.txt, what the Docker image installs, exported from uv.lock
+	$(UV) export --frozen --no-hashes --no-dev --group airflow --no-emit-project --no-header --quiet -o deploy/requirements.txt
+
+test-deploy: setup deploy-deps  ## the native Airflow stack end to end through the REST API, with its faults
+	$(UV) run pytest -q -m deploy tests/deploy
 
 test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection
 	$(UV) run pytest -q -m "not airflow and not server and not slow"
@@ -41,7 +53,7 @@ bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), wi
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas
+	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy
 
 check: test lint
 

@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field
@@ -76,6 +77,7 @@ class Stack:
     ports: Ports | None = None
     pids: dict[str, int] = field(default_factory=dict)
     worker_env: dict[str, dict[str, str]] = field(default_factory=dict)
+    pg_folder: str = ""  # PostgreSQL's data and socket: its own folder in /tmp, which its user can reach
 
     # ---- state on disk -------------------------------------------------------------------------------
     @property
@@ -84,7 +86,7 @@ class Stack:
 
     def save(self) -> None:
         body = {"workers": self.workers, "variables": self.variables, "overrides": self.overrides, "pids": self.pids,
-                "ports": asdict(self.ports) if self.ports else None}  # fmt: skip
+                "ports": asdict(self.ports) if self.ports else None, "pg_folder": self.pg_folder}  # fmt: skip
         tmp = self.state_file.with_suffix(".tmp")
         tmp.write_text(json.dumps(body, indent=2), "utf-8")
         tmp.replace(self.state_file)
@@ -93,7 +95,8 @@ class Stack:
     def load(cls, folder: Path) -> Stack:
         body = json.loads((folder / "stack.json").read_text("utf-8"))
         ports = Ports(**body["ports"]) if body["ports"] else None
-        return cls(folder, body["workers"], body["variables"], body["overrides"], ports, body["pids"])
+        return cls(folder, body["workers"], body["variables"], body["overrides"], ports, body["pids"],
+                   pg_folder=body["pg_folder"])  # fmt: skip
 
     # ---- settings -----------------------------------------------------------------------------------
     @property
@@ -151,6 +154,8 @@ class Stack:
             if name != "postgres":
                 self.stop(name)
         self._pg_ctl("stop", "-m", "fast")
+        if self.pg_folder:
+            shutil.rmtree(self.pg_folder, ignore_errors=True)
         self.pids.clear()
         if self.state_file.exists():
             self.save()
@@ -233,8 +238,10 @@ class Stack:
         """initdb into the stack's folder, start on 127.0.0.1, create the ``airflow`` role and database
         (PostgreSQL refuses to run as root, so as root it runs as the ``postgres`` user)."""
         assert self.ports
-        data, sockets = self.folder / "postgres", self.folder / "postgres-run"
-        for folder in (data, sockets):
+        self.pg_folder = tempfile.mkdtemp(prefix="zan-postgres-")
+        self.save()
+        data, sockets = Path(self.pg_folder) / "data", Path(self.pg_folder) / "run"
+        for folder in (Path(self.pg_folder), data, sockets):
             folder.mkdir(exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(folder, "postgres", "postgres")
@@ -250,18 +257,15 @@ class Stack:
         self._as_postgres([*psql, f"CREATE DATABASE airflow OWNER {USER}"], "psql")
 
     def _pg_ctl(self, *args: str) -> None:
-        data = self.folder / "postgres"
-        if not (data / "PG_VERSION").exists():
+        data = Path(self.pg_folder) / "data"
+        if not self.pg_folder or not (data / "PG_VERSION").exists():
             return
-        self._as_postgres([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(self._log("postgres")),
+        self._as_postgres([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(Path(self.pg_folder) / "log"),
                            *args], "pg_ctl", check=args[0] == "start")  # fmt: skip
 
     def _as_postgres(self, command: list[str], name: str, check: bool = True) -> None:
         if os.geteuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
-            if name == "pg_ctl":
-                self._log("postgres").touch()
-                shutil.chown(self._log("postgres"), "postgres", "postgres")
         done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
         if check and done.returncode != 0:
             raise StackError(f"{name} failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")

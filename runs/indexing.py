@@ -111,6 +111,7 @@ def stream_changes(
     the writes and how many texts were embedded. Deletes are the caller's, after it moves CURRENT. Shared by
     runs and rollbacks."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
+    failpoint("index_begin")  # before the first write (``index`` is after each batch written)
     upserts, updates = set(diff.to_embed), set(diff.metadata_changed)
     known = pa.array([], pa.string()) if force or not upserts else store.hashes()
     done, total = [0], len(upserts) + len(updates)
