@@ -31,6 +31,8 @@ NOT_HERE = {
     "--embedder st:": "needs a local model folder",
     "./landing": "the landing zone zan fetch fills",
     ".tools/bin/uv": "installs an optional extra",
+    "python -m deploy": "the native Airflow stack: make test-deploy brings it up (tests/deploy/test_stack.py)",
+    "bench_deploy.py": "brings the native Airflow stack up twice (a benchmark, not a test)",
 }
 
 
