@@ -24,8 +24,9 @@ from deploy.stack import running  # noqa: E402
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def one(workers: int, sources: str, shards: int) -> tuple[float, float, int]:
-    """(run seconds as Airflow records them, wall seconds from trigger to success, extract shards)."""
+def one(workers: int, sources: str, shards: int) -> tuple[float, float, int, float, float]:
+    """(run seconds as Airflow records them, wall seconds from trigger to success, extract shards, the
+    mapped extract's span from its first start to its last end, and the sum of its shards' durations)."""
     variables = {"ZAN_SCHEDULE": "none", "ZAN_SOURCES": sources, "ZAN_SHARDS": str(shards)}
     with tempfile.TemporaryDirectory(prefix="zan-bench-deploy-") as folder, running(Path(folder), workers,
                                                                                      variables) as stack:  # fmt: skip
@@ -41,7 +42,11 @@ def one(workers: int, sources: str, shards: int) -> tuple[float, float, int]:
             raise RuntimeError(f"the run on {workers} worker(s) ended {run['state']}")
         seconds = dt.datetime.fromisoformat(run["end_date"]) - dt.datetime.fromisoformat(run["start_date"])
         extracts = [t for t in api.task_instances("zan_reextract", run["dag_run_id"]) if t["task_id"] == "extract"]
-        return seconds.total_seconds(), wall, len(extracts)
+        starts = [dt.datetime.fromisoformat(t["start_date"]) for t in extracts]
+        ends = [dt.datetime.fromisoformat(t["end_date"]) for t in extracts]
+        span = (max(ends) - min(starts)).total_seconds()
+        busy = sum((e - b).total_seconds() for b, e in zip(starts, ends, strict=True))
+        return seconds.total_seconds(), wall, len(extracts), span, busy
 
 
 def main() -> None:
@@ -52,9 +57,10 @@ def main() -> None:
     folders = [args.corpus / name for name in ("adilet", "kzlaws", "zan") if (args.corpus / name).is_dir()]
     sources = ":".join(str(f.resolve()) for f in folders) or str(ROOT / "data" / "sample")
     results = {n: one(n, sources, args.shards) for n in (1, 2)}
-    for n, (seconds, wall, shards) in results.items():
-        print(f"zan_reextract on {n} Celery worker(s): {seconds:6.1f} s run ({wall:6.1f} s trigger to success), "
-              f"{shards} extract shards; sources {sources}")  # fmt: skip
+    print(f"sources: {sources}")
+    for n, (seconds, wall, shards, span, busy) in results.items():
+        print(f"zan_reextract on {n} Celery worker(s): {seconds:6.1f} s run ({wall:6.1f} s trigger to success); "
+              f"{shards} extract shards: {span:5.1f} s first start to last end, {busy:5.1f} s shard time")  # fmt: skip
     print(f"2 workers / 1 worker: {results[2][0] / results[1][0]:.2f}×")
 
 
