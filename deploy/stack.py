@@ -161,16 +161,17 @@ class Stack:
             self.save()
 
     def stop(self, name: str, kill: bool = False) -> None:
-        """Stop one service's process group (``kill``: SIGKILL at once, as a machine dying would)."""
+        """Stop one service and every process of its session: a worker's task processes run in process
+        groups of their own, so the group alone is not enough (``kill``: SIGKILL at once, as a machine dying
+        would; else SIGTERM, then SIGKILL after 20 s)."""
         pid = self.pids.pop(name, None)
         if pid is None:
             return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pid, signal.SIGKILL if kill else signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.2)
-            os.killpg(pid, signal.SIGKILL)  # what is left of the group (a worker's task processes)
+        _signal_session(pid, signal.SIGKILL if kill else signal.SIGTERM)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and (_alive(pid) or session_processes(pid)):
+            time.sleep(0.2)
+        _signal_session(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         self.save()
@@ -303,6 +304,27 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+def session_processes(sid: int) -> list[int]:
+    """The live processes of session ``sid`` (each service starts one: ``start_new_session``); zombies,
+    which nothing can signal, are left out."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        with contextlib.suppress(OSError):
+            stat = (entry / "stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
+            if int(fields[3]) == sid and fields[0] != "Z":
+                members.append(int(entry.name))
+    return members
+
+
+def _signal_session(sid: int, signal_number: int) -> None:
+    for pid in session_processes(sid):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal_number)
 
 
 def _http_ok(url: str) -> bool:

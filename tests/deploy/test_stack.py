@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from deploy.api import Api
-from deploy.stack import Stack, StackError, check_packages
+from deploy.stack import Stack, StackError, check_packages, session_processes
 
 pytestmark = pytest.mark.deploy
 
@@ -108,7 +108,9 @@ def test_a_worker_killed_during_extract(stack: Stack, api: Api, clean: dict[str,
         run_id = response.json()["dag_run_id"]
         _wait_for(marker.exists, 180, "an extract shard to reach its failpoint on worker1")
         stack.start_worker("worker2")
+        killed = stack.pids["worker1"]
         stack.stop("worker1", kill=True)
+        assert session_processes(killed) == []  # its task processes died with it, as on a machine that died
         run = api.wait_run("zan_reextract", run_id, 600)
     finally:
         stack.start_worker("worker1")
