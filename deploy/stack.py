@@ -55,12 +55,9 @@ def postgres_bin() -> Path:
 
 
 def check_packages() -> None:
-    missing = [package for binary, package in PACKAGES.items()
-               if binary != "postgres" and shutil.which(binary) is None]  # fmt: skip
-    with contextlib.suppress(StackError):
-        postgres_bin()
-    if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
-        missing.append(PACKAGES["postgres"])
+    """Raise :class:`StackError` naming the Debian packages the stack needs and this machine lacks."""
+    missing = [] if list(Path("/usr/lib/postgresql").glob("*/bin/postgres")) else [PACKAGES["postgres"]]
+    missing += [PACKAGES["redis-server"]] if shutil.which("redis-server") is None else []
     if missing:
         raise StackError(f"missing Debian packages: {' '.join(missing)} (make deploy-deps installs them)")
 
@@ -76,7 +73,6 @@ class Stack:
     overrides: dict[str, str] = field(default_factory=dict)
     ports: Ports | None = None
     pids: dict[str, int] = field(default_factory=dict)
-    worker_env: dict[str, dict[str, str]] = field(default_factory=dict)
     pg_folder: str = ""  # PostgreSQL's data and socket: its own folder in /tmp, which its user can reach
 
     # ---- state on disk -------------------------------------------------------------------------------
@@ -184,7 +180,6 @@ class Stack:
 
     def start_worker(self, name: str, extra: Mapping[str, str] | None = None) -> None:
         """A Celery worker named ``name``: its task instances record ``<name>@<host>`` as their hostname."""
-        self.worker_env[name] = dict(extra or {})
         env = {"ZAN_WORKER_NAME": name, "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.naming.worker_hostname",
                **(extra or {})}  # fmt: skip
         self._start(name, [str(BIN / "airflow"), "celery", "worker", "--celery-hostname", f"{name}@%h",
