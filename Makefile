@@ -38,8 +38,8 @@ requirements: setup  ## deploy/requirements.txt, what the Docker image installs,
 test-deploy: setup deploy-deps  ## the native Airflow stack end to end through the REST API, with its faults
 	$(UV) run pytest -q -m deploy tests/deploy
 
-test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection
-	$(UV) run pytest -q -m "not airflow and not server and not slow"
+test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection, no stack
+	$(UV) run pytest -q -m "not airflow and not server and not slow and not deploy"
 
 bench: setup  ## every benchmark at its default size, each figure beside its same-run baseline and goal (<15 min)
 	$(UV) run python benchmarks/run_all.py
