@@ -25,7 +25,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 
-_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::?-(?P<default>[^}]*))?\}")
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<colon>:?)-(?P<default>[^}]*))?\}")
 _HOST = re.compile(r"(?P<head>://(?:[^@/\s]*@)?)(?P<host>postgres|redis|chroma|airflow-apiserver)(?::\d+)?(?=/|$)")
 
 
@@ -52,11 +52,15 @@ def compose_environment(compose: Path = COMPOSE) -> dict[str, str]:
 
 
 def interpolate(value: str, variables: Mapping[str, str]) -> str:
-    """``${VAR}`` and ``${VAR:-default}`` as ``docker compose`` reads them (an empty VAR takes the default)."""
+    """``${VAR}``, ``${VAR:-default}`` (unset or empty: the default) and ``${VAR-default}`` (unset only) as
+    ``docker compose`` reads them."""
 
     def one(match: re.Match[str]) -> str:
-        given = variables.get(match["name"], "")
-        return given if given else (match["default"] or "")
+        given = variables.get(match["name"])
+        if match["default"] is None:
+            return given or ""
+        use_default = given is None or (given == "" and match["colon"] == ":")
+        return match["default"] if use_default else str(given)
 
     return _VARIABLE.sub(one, value)
 

@@ -2,7 +2,7 @@
 
 PostgreSQL (Debian's ``postgresql``) is the metadata database and the Celery result backend, Redis
 (Debian's ``redis-server``) the Celery broker; then ``airflow api-server``, ``scheduler``, ``dag-processor``,
-``triggerer``, N ``celery worker``s and a ``chroma run`` server, each its own process group on 127.0.0.1,
+``triggerer``, N ``celery worker``s and a ``chroma run`` server, each in its own session on 127.0.0.1,
 with the settings of docker-compose.yml (:mod:`deploy.settings`). Everything lives under one folder: data,
 logs, and ``stack.json`` (ports and pids), so ``down`` works from another process.
 
@@ -145,7 +145,7 @@ class Stack:
             raise
 
     def down(self) -> None:
-        """Stop every process group this stack started (TERM, then KILL after 20 s), then PostgreSQL."""
+        """Stop every service this stack started (see :meth:`stop`), then PostgreSQL."""
         for name in reversed(list(self.pids)):
             if name != "postgres":
                 self.stop(name)

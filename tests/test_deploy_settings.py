@@ -90,6 +90,7 @@ def test_interpolation_reads_variables_as_compose_does() -> None:
     assert interpolate("a ${X} b", {"X": "v"}) == "a v b"
     assert interpolate("${X:-}", {}) == ""
     assert interpolate("no variables", {"X": "v"}) == "no variables"
+    assert interpolate("${X-d}", {}) == "d" and interpolate("${X-d}", {"X": ""}) == ""  # without ':', unset only
 
 
 def test_the_image_installs_what_the_lock_resolved() -> None:
