@@ -21,6 +21,10 @@ from typing import Any, TypeVar
 from airflow.sdk import Asset, chain, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
+from runs.memory import prefer_jemalloc
+
+prefer_jemalloc()  # Arrow's C++ pool is chosen when pyarrow is first imported, inside a task
+
 T = TypeVar("T")
 
 REGISTRY_ASSET = Asset(name="zan_registry", uri="file:///zan/registry")

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from enrich.metadata import HASHED_FIELDS, meta_hash
-from enrich.storage import STREAM_ROWS, write_parquet_stream
+from enrich.storage import STREAM_ROWS, iter_parquet, write_parquet_stream
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK
 
 
@@ -28,8 +27,7 @@ def join_files(registry: pa.Table, chunks: Path, out: Path) -> pa.Table:
     orphans: list[pa.Table] = []
 
     def joined() -> Iterator[pa.Table]:
-        for batch in pq.ParquetFile(chunks).iter_batches(batch_size=STREAM_ROWS):
-            table = pa.Table.from_batches([batch])
+        for table in iter_parquet(chunks, STREAM_ROWS):
             rows = [position.get(d) for d in table.column("doc_id").to_pylist()]
             known = pa.array([r is not None for r in rows])
             if not pc.all(known).as_py():

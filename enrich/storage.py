@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,16 @@ def write_parquet_atomic(table: pa.Table, path: Path, schema: pa.Schema, name: s
 def read_parquet(path: Path, schema: pa.Schema, name: str) -> pa.Table:
     """Read a published file and check it still satisfies its contract."""
     return conform(pq.read_table(path), schema, name)
+
+
+def iter_parquet(path: Path, batch_size: int = STREAM_ROWS, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """A parquet file as tables of up to ``batch_size`` rows, in file order, one row group read at a time.
+
+    ``pre_buffer`` is off: with pyarrow's default it prefetches and keeps every row group's column chunks,
+    so a streamed read held memory in proportion to the file (48 MB at 112 000 enriched chunks against
+    20 MB without it, the same at any size; ``benchmarks/README.md``)."""
+    for batch in pq.ParquetFile(path, pre_buffer=False).iter_batches(batch_size=batch_size, columns=columns):
+        yield pa.Table.from_batches([batch])
 
 
 def write_parquet_stream(batches: Iterable[pa.Table | pa.RecordBatch], path: Path, schema: pa.Schema, name: str) -> int:

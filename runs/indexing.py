@@ -5,8 +5,8 @@ the next run reconciles (:mod:`runs.changes`)."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Iterator
+import hashlib
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,12 +15,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from enrich.metadata import METADATA_FIELDS
+from enrich.storage import iter_parquet
 from runs.build import Scope
-from runs.changes import DIRTY, check_shrink, chunk_state, count_classes, in_scope_chunks, load_diff, save_diff
-from runs.diff import ChunkDiff, classify, state_table
+from runs.changes import DIRTY, ChangeSet, check_shrink, count_classes, forced_rows, lockstep, take_rows
+from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
 from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from vectors.embed import Embedder, make_embedder
 from vectors.index import (
     BATCH,
@@ -38,15 +41,16 @@ from vectors.store import VectorStore
 def index(state_path: Path | str, embedder: Embedder | None = None, progress: Progress | None = None) -> RunInfo:
     """Diff against the index, check the shrink gate, embed what is new, write what changed.
 
-    Only ids and hashes are read whole; texts, metadata and vectors go through in blocks of :data:`BLOCK`
-    rows (read from the staged parquet, embedded, stored, written), so memory does not grow with the corpus."""
+    Everything goes through in batches: the diff is a merge of two streams in chunk id order written to the
+    run's change set as it comes, and texts, metadata and vectors are read from the staged parquet in blocks
+    of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus."""
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
     if embedder.id != state.embedder_id:
         raise RunError(f"run {state.run_id} was planned for {state.embedder_id}, not {embedder.id}")
     previous = Published.load(home, state.previous) if state.previous else None
-    keys = state.columns("enriched_chunks", ["chunk_id", "doc_id", "text_hash", "meta_hash"])
+    path = state.tables_folder() / "enriched_chunks.parquet"
     client = LazyClient(home, state.chroma_url)
     if not state.chroma_url and not options.dry_run:
         with timed(info, "repair"):
@@ -54,34 +58,32 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         if repaired:
             info.repairs.append(repaired)
     with timed(info, "diff"):
-        scope = Scope.from_json(state.scope)
-        force = in_scope_chunks(keys, scope, set(state.rebuilt)) if options.force_reembed else ()
-        diff = classify(_index_before(home, previous, client, embedder), chunk_state(keys), force)
-        save_diff(state, diff)
-        count_classes(info, diff)
-        check_shrink(previous, state.columns("registry", ["doc_id"]), diff, options)
+        forced = forced_rows(Scope.from_json(state.scope), set(state.rebuilt)) if options.force_reembed else None
+        before, clean = _index_before(home, previous, client, embedder)
+        wanted = _read(path, ["chunk_id", "doc_id", "text_hash", "meta_hash"])
+        held = HELD_COLUMNS if clean else ()
+        changes = ChangeSet.write(state.work, classify_stream(before, wanted, forced, held),
+                                  _held_schema() if clean else None)  # fmt: skip
+        count_classes(info, changes.counts)
+        check_shrink(previous, state.columns("registry", ["doc_id"]), changes.count(ChangeClass.DELETED), options)
     store = VectorStore(home, embedder.id)
-    new_text = _hashes_of(keys, diff.to_embed)
     if options.dry_run:
-        unseen = (
-            new_text
-            if options.force_reembed
-            else new_text.filter(pc.invert(pc.is_in(new_text, value_set=store.hashes())))
-        )
-        info.embedded = pc.count_distinct(unseen).as_py()
+        hashes, _ = _to_embed(path, changes, text=False)
+        if not options.force_reembed:
+            hashes = hashes[~KnownHashes.of(store.hashes()).contains(hashes)]
+        info.embedded = len(hashes)
         info.status = RunStatus.DRY_RUN
         state.update(info, Stage.INDEXED)
         return info
-    if diff.to_embed or diff.metadata_changed:
-        path = state.tables_folder() / "enriched_chunks.parquet"
-        unique = pc.count_distinct(new_text).as_py()
+    if changes.count(*WRITTEN):
+        to_embed = changes.count(*EMBEDDED)
+        hashes, text_bytes = _to_embed(path, changes, text=bool(to_embed))
         dim = int(getattr(embedder, "dim", 1024))
-        needed = index_bytes(len(diff.to_embed), _text_bytes(path, diff.to_embed), dim) + 4 * dim * unique
-        check_room(home, needed, f"index {len(diff.to_embed)} chunks")
+        check_room(home, index_bytes(to_embed, text_bytes, dim) + 4 * dim * len(hashes), f"index {to_embed} chunks")
         collection = get_collection(client.get(), embedder)
         written, info.embedded = stream_changes(
-            home, state.run_id, collection, path, diff, embedder, store, force=options.force_reembed,
-            progress=progress, indexed=functools.partial(_indexed_rows, home, previous, embedder), info=info,
+            home, state.run_id, collection, path, changes, embedder, store, force=options.force_reembed,
+            progress=progress, held=clean, info=info,
         )  # fmt: skip
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, Stage.INDEXED)
@@ -89,6 +91,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
 
 
 BLOCK = 5_000  # rows read, embedded and stored at a time by :func:`stream_changes` (Chroma calls: BATCH)
+HELD_COLUMNS = ("chunk_id", *dict.fromkeys(METADATA_FIELDS))  # what a metadata-only update compares
 
 
 def stream_changes(
@@ -96,26 +99,27 @@ def stream_changes(
     run_id: str,
     collection: Any,
     enriched_path: Path,
-    diff: ChunkDiff,
+    changes: ChangeSet,
     embedder: Embedder,
     store: VectorStore,
     *,
     force: bool = False,
     progress: Progress | None = None,
-    indexed: Callable[[list[str]], dict[str, dict[str, Any]] | None] | None = None,
+    held: bool = False,
     info: RunInfo | None = None,
 ) -> tuple[WriteResult, int]:
     """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
-    chunks: vectors for the new text (stored ones reused, the rest embedded and stored before the write),
-    upserts, and metadata-only updates (``indexed`` gives what the index holds for ids, when known). Returns
-    the writes and how many texts were embedded. Deletes are the caller's, after it moves CURRENT. Shared by
-    runs and rollbacks."""
+    chunks read beside their classes: vectors for the new text (stored ones reused, the rest embedded and
+    stored before the write), upserts, and metadata-only updates (``held``: the change set holds what the
+    index has for them, so nothing is read back from the index). Returns the writes and how many texts were
+    embedded. Deletes are the caller's, after it moves CURRENT. Shared by runs and rollbacks."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
     failpoint("index_begin")  # before the first write (``index`` is after each batch written)
-    upserts, updates = set(diff.to_embed), set(diff.metadata_changed)
-    known = pa.array([], pa.string()) if force or not upserts else store.hashes()
-    done, total = [0], len(upserts) + len(updates)
+    known = KnownHashes.of(pa.array([], pa.string()) if force else store.hashes())
+    done, total = [0], changes.count(*WRITTEN)
     clock = info or RunInfo(run_id=run_id)
+    held_rows = changes.held() if held else iter(())
+    carry: list[pa.Table] = []
 
     def step(n: int) -> None:
         done[0] += n
@@ -123,34 +127,83 @@ def stream_changes(
             progress("index", done[0], total)
 
     embedded = vector_writes = metadata_writes = 0
-    upsert_ids = pa.array(sorted(upserts), pa.string())
-    for block, table in enumerate(_blocks(enriched_path, sorted(upserts | updates))):
+    embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
+    for block, (table, classes) in enumerate(lockstep(_read(enriched_path), changes.wanted())):
+        kind = classes.column("class")
+        upserts = table.filter(pc.is_in(kind, value_set=embed_classes))
+        updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value))
+        old = take_rows(held_rows, updates.num_rows, carry) if held else None
+        if not upserts.num_rows and not updates.num_rows:
+            continue
         with timed(clock, "embed"):
-            to_upsert = pc.is_in(table.column("chunk_id"), value_set=upsert_ids)
-            vectors, fresh = block_vectors(table.filter(to_upsert), store, known, embedder, run_id, block)
-            known = pa.concat_arrays([known, pa.array(fresh, pa.string())]) if fresh else known
+            vectors, fresh = block_vectors(upserts, store, known, embedder, run_id, block)
+            known.add(fresh)
             embedded += len(fresh)
         with timed(clock, "index"):
-            for start in range(0, table.num_rows, BATCH):  # Python rows for one Chroma call at a time
-                rows = {r["chunk_id"]: r for r in table.slice(start, BATCH).to_pylist()}
-                ups, upd = [i for i in rows if i in upserts], [i for i in rows if i in updates]
-                held = indexed(upd) if indexed and upd else None
-                written = write_changes(collection, rows, ups, upd, vectors, step, lambda: failpoint("index"), held)
+            for start in range(0, upserts.num_rows, BATCH):  # Python rows for one Chroma call at a time
+                rows = {r["chunk_id"]: r for r in upserts.slice(start, BATCH).to_pylist()}
+                written = write_changes(collection, rows, list(rows), [], vectors, step, lambda: failpoint("index"))
                 vector_writes += written.vector_writes
+            for start in range(0, updates.num_rows, BATCH):
+                rows = {r["chunk_id"]: r for r in updates.slice(start, BATCH).to_pylist()}
+                indexed = {r["chunk_id"]: r for r in old.slice(start, BATCH).to_pylist()} if old is not None else None
+                written = write_changes(collection, rows, [], list(rows), {}, step, None, indexed)
                 metadata_writes += written.metadata_writes
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
 
 
+class KnownHashes:
+    """Text hashes with a stored vector, as a sorted array of their first 64 bits (8 bytes each, where a set
+    of the hex strings cost ~100). A false match only sends the hash to the store, which then does not have
+    it, and it is embedded: correctness never rests on the prefix."""
+
+    def __init__(self, prefixes: np.ndarray) -> None:
+        self.prefixes = np.unique(prefixes)
+
+    @classmethod
+    def of(cls, hashes: pa.Array | pa.ChunkedArray | list[str]) -> KnownHashes:
+        return cls(prefixes(hashes))
+
+    def contains(self, values: np.ndarray) -> np.ndarray:
+        """A boolean mask: which of ``values`` (prefixes) are known."""
+        if not len(self.prefixes):
+            return np.zeros(len(values), dtype=bool)
+        at = np.minimum(np.searchsorted(self.prefixes, values), len(self.prefixes) - 1)
+        return np.asarray(self.prefixes[at] == values)
+
+    def add(self, hashes: list[str]) -> None:
+        if hashes:
+            self.prefixes = np.union1d(self.prefixes, prefixes(hashes))
+
+
+def prefixes(hashes: pa.Array | pa.ChunkedArray | list[str]) -> np.ndarray:
+    """The first 64 bits of each hex text hash (another string: 64 bits of its own blake2b)."""
+    values = hashes if isinstance(hashes, list) else hashes.to_pylist()
+    return np.fromiter((_prefix(h) for h in values), dtype=np.uint64, count=len(values))
+
+
+def _prefix(value: str | None) -> int:
+    text = value or ""
+    try:
+        return int(text[:16], 16) if len(text) >= 16 else _digest(text)
+    except ValueError:
+        return _digest(text)
+
+
+def _digest(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
 def block_vectors(
-    table: pa.Table, store: VectorStore, known: pa.Array, embedder: Embedder, run_id: str, block: int
+    table: pa.Table, store: VectorStore, known: KnownHashes, embedder: Embedder, run_id: str, block: int
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Vectors for the texts of one block's rows: the stored ones among ``known`` read back, the rest
     embedded (256 at a time, texts taken from the Arrow column as they are needed) and stored as this
     block's part before anything is written to the index (a run killed after embedding does not embed them
     again). Returns the vectors by text hash and the hashes embedded."""
     hashes = [str(h) for h in table.column("text_hash").to_pylist()]
-    stored = table.column("text_hash").filter(pc.is_in(table.column("text_hash"), value_set=known))
-    vectors = store.get(sorted(set(stored.to_pylist())))
+    marked = known.contains(prefixes(hashes)) if hashes else np.zeros(0, dtype=bool)
+    vectors = store.get(sorted({h for h, hit in zip(hashes, marked, strict=True) if hit}))
     position = {h: n for n, h in enumerate(hashes) if h not in vectors}
     missing = list(position)
     fresh: dict[str, np.ndarray] = {}
@@ -163,37 +216,29 @@ def block_vectors(
     return vectors | fresh, missing
 
 
-def _blocks(path: Path, ids: list[str]) -> Iterator[pa.Table]:
-    """The rows of ``ids`` as Arrow tables of up to :data:`BLOCK` rows, in file order."""
-    wanted = pa.array(ids, pa.string())
-    pending: list[pa.Table] = []
-    held = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BLOCK):
-        picked = pa.Table.from_batches([batch]).filter(pc.is_in(batch.column("chunk_id"), value_set=wanted))
-        pending.append(picked)
-        held += picked.num_rows
-        if held >= BLOCK:
-            yield pa.concat_tables(pending).combine_chunks()
-            pending, held = [], 0
-    if held:
-        yield pa.concat_tables(pending).combine_chunks()
+def _read(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """The rows of a version's chunk file as tables of up to :data:`BLOCK` rows, in file order."""
+    yield from iter_parquet(path, BLOCK, columns)
 
 
-def _hashes_of(keys: pa.Table, ids: list[str]) -> pa.Array:
-    """The text hashes of ``ids`` (an Arrow array: no Python strings for a corpus of them)."""
-    picked = keys.filter(pc.is_in(keys.column("chunk_id"), value_set=pa.array(ids, pa.string())))
-    return picked.column("text_hash").combine_chunks()
+def _to_embed(path: Path, changes: ChangeSet, text: bool) -> tuple[np.ndarray, int]:
+    """The distinct text hashes (64-bit prefixes) the run needs vectors for, and the UTF-8 bytes of their
+    chunks' texts when ``text`` (the disk-room check), read a batch at a time beside the classes."""
+    embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
+    seen: list[np.ndarray] = []
+    total = 0
+    columns = ["text_hash", "text"] if text else ["text_hash"]
+    for table, classes in lockstep(_read(path, columns), changes.wanted()):
+        picked = table.filter(pc.is_in(classes.column("class"), value_set=embed_classes))
+        if picked.num_rows:
+            seen.append(np.unique(prefixes(picked.column("text_hash"))))
+            if text:
+                total += int(pc.sum(pc.binary_length(picked.column("text"))).as_py() or 0)
+    return (np.unique(np.concatenate(seen)) if seen else np.zeros(0, dtype=np.uint64)), total
 
 
-def _text_bytes(path: Path, ids: list[str]) -> int:
-    """UTF-8 bytes of the texts of ``ids``, read a row group at a time (the disk-room check needs it)."""
-    if not ids:
-        return 0
-    wanted, total = pa.array(ids, pa.string()), 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BLOCK, columns=["chunk_id", "text"]):
-        texts = batch.filter(pc.is_in(batch.column("chunk_id"), value_set=wanted)).column("text")
-        total += int(pc.sum(pc.binary_length(texts)).as_py() or 0)
-    return total
+def _held_schema() -> pa.Schema:
+    return pa.schema([ENRICHED_CHUNK_SCHEMA.field(name) for name in HELD_COLUMNS])
 
 
 def validate(state_path: Path | str) -> RunInfo:
@@ -204,7 +249,7 @@ def validate(state_path: Path | str) -> RunInfo:
     if info.status == RunStatus.DRY_RUN:
         return info
     with timed(info, "validate"):
-        keys = state.columns("enriched_chunks", ["chunk_id", "doc_id", "text_hash", "meta_hash"])
+        keys = state.columns("enriched_chunks", ["chunk_id", "doc_id"])
         doc_ids = state.columns("registry", ["doc_id"]).column("doc_id")
         problems = []
         if pc.count_distinct(doc_ids).as_py() != len(doc_ids):
@@ -214,10 +259,9 @@ def validate(state_path: Path | str) -> RunInfo:
         orphans = pc.unique(keys.filter(pc.invert(pc.is_in(keys.column("doc_id"), value_set=doc_ids))).column("doc_id"))
         if len(orphans):
             problems.append(f"chunks of documents not in the registry: {sorted(orphans.to_pylist())[:5]}")
-        diff = load_diff(state)
-        written = diff.to_embed + diff.metadata_changed
-        if written:
-            problems += _read_back(state, keys, written, len(diff.deleted))
+        changes = ChangeSet.load(state.work)
+        if changes.count(*WRITTEN):
+            problems += _read_back(state, changes, keys.num_rows)
         if problems:
             raise ValidationFailed(f"run {state.run_id} not published: " + "; ".join(problems))
     state.update(info, Stage.VALIDATED)
@@ -227,48 +271,66 @@ def validate(state_path: Path | str) -> RunInfo:
 READ_BACK = 1000  # written records read back by validate: all of a small run, an even sample of a large one
 
 
-def _read_back(state: RunState, enriched: pa.Table, written: list[str], deleted: int) -> list[str]:
+def _read_back(state: RunState, changes: ChangeSet, chunks: int) -> list[str]:
     """The index must hold exactly the version's chunks plus those still to be deleted after the publish, and
     the written chunks read back with the hashes they were written with: every one of a run that wrote up to
     :data:`READ_BACK`, an even sample of a larger one (reading every record back cost a quarter of a
     metadata-only re-run)."""
     collection = LazyClient(Path(state.home), state.chroma_url).collection()
-    step = max(1, len(written) // READ_BACK)
-    sample = sorted(set(written[::step]) | set(written[-1:]))
-    rows = enriched.filter(pc.is_in(enriched.column("chunk_id"), value_set=pa.array(sample, pa.string())))
-    columns = (rows.column(c).to_pylist() for c in ("chunk_id", "text_hash", "meta_hash"))
-    wanted = {i: (t, m) for i, t, m in zip(*columns, strict=True)}
+    written, deleted = changes.count(*WRITTEN), changes.count(ChangeClass.DELETED)
+    wanted = _written_sample(state.tables_folder() / "enriched_chunks.parquet", changes, written)
+    sample = sorted(wanted)
     got = collection.get(ids=sample, include=["metadatas"])
     found = {i: ((m or {}).get("text_hash"), (m or {}).get("meta_hash"))
              for i, m in zip(got["ids"], got["metadatas"], strict=True)}  # fmt: skip
     bad = [i for i in sample if found.get(i) != wanted.get(i)]
     problems = [f"{len(bad)} of {len(sample)} written chunks read back do not match: {bad[:5]}"] if bad else []
-    if collection.count() != enriched.num_rows + deleted:
-        problems.append(
-            f"the index holds {collection.count()} records, expected {enriched.num_rows} + {deleted} to delete"
-        )
+    if collection.count() != chunks + deleted:
+        problems.append(f"the index holds {collection.count()} records, expected {chunks} + {deleted} to delete")
     return problems
 
 
-def _indexed_rows(
-    home: Path, previous: Published | None, embedder: Embedder, ids: list[str]
-) -> dict[str, dict[str, Any]] | None:
-    """The published rows of ``ids`` when the index holds exactly the published version (no interrupted run
-    since, same embedder), so a metadata update needs no read of what is there; else None."""
-    if not ids or previous is None or (home / DIRTY).exists() or previous.manifest.embedder != embedder.id:
-        return None
-    held = previous.metadata
-    wanted = held.filter(pc.is_in(held.column("chunk_id"), value_set=pa.array(ids, pa.string())))
-    return {row["chunk_id"]: row for row in wanted.to_pylist()}
+def _written_sample(path: Path, changes: ChangeSet, written: int) -> dict[str, tuple[str | None, str | None]]:
+    """chunk_id → (text_hash, meta_hash) of every ``step``-th written chunk and the last (an even sample of at
+    most about :data:`READ_BACK`), read a batch at a time beside the classes."""
+    step, seen = max(1, written // READ_BACK), 0
+    written_classes = pa.array([str(c) for c in WRITTEN], pa.string())
+    out: dict[str, tuple[str | None, str | None]] = {}
+    for table, classes in lockstep(_read(path, ["chunk_id", "text_hash", "meta_hash"]), changes.wanted()):
+        rows = table.filter(pc.is_in(classes.column("class"), value_set=written_classes))
+        at = np.arange(seen, seen + rows.num_rows)
+        rows = rows.filter(pa.array((at % step == 0) | (at == written - 1)))
+        seen += len(at)
+        for chunk_id, text, meta in zip(*(rows.column(c).to_pylist() for c in rows.column_names), strict=True):
+            out[str(chunk_id)] = (text, meta)
+    return out
 
 
-def _index_before(home: Path, previous: Published | None, client: LazyClient, embedder: Embedder) -> pa.Table:
-    """What the index holds: the published version's hashes; or, after an interrupted run, with data from
-    before versions, or when the index is another embedder's, the index itself read back (empty for another
-    embedder: it is rebuilt), so the diff converges on the truth."""
+def _index_before(
+    home: Path, previous: Published | None, client: LazyClient, embedder: Embedder
+) -> tuple[Iterable[pa.Table], bool]:
+    """What the index holds, in chunk id order, and whether it is exactly the published version: then its
+    chunk file is read (with what a metadata update compares: no read of the index is needed). After an
+    interrupted run, with data from before versions, or when the index is another embedder's, the index
+    itself is read back (nothing for another embedder: it is rebuilt), so the diff converges on the truth."""
     clean = previous is not None and not (home / DIRTY).exists() and previous.manifest.embedder == embedder.id
     if clean and previous is not None:
-        return chunk_state(previous.keys())
+        columns = list(dict.fromkeys(["chunk_id", "text_hash", "meta_hash", *HELD_COLUMNS]))
+        return sorted_chunks(previous.folder / "enriched_chunks.parquet", columns), True
     if collection_embedder(client.get()) != embedder.id:
-        return state_table({})
-    return index_state(client.collection())
+        return [], False
+    return [index_state(client.collection()).sort_by("chunk_id")], False
+
+
+def sorted_chunks(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
+    """A version's chunk file in chunk id order, a block at a time. Files written since the streaming merge
+    are in that order already; an older one (checked on its ids alone first) is read whole and sorted."""
+    last: str | None = None
+    for batch in iter_parquet(path, BLOCK * 4, ["chunk_id"]):
+        ids = batch.column(0)
+        ordered = len(ids) < 2 or pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py()
+        if not ordered or (last is not None and len(ids) and not str(ids[0]) > last):
+            yield pq.read_table(path, columns=columns).sort_by("chunk_id")
+            return
+        last = str(ids[-1]) if len(ids) else last
+    yield from _read(path, columns)

@@ -16,18 +16,20 @@ per task.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from enrich.storage import read_parquet
 from runs import lease, stages
 from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
-from runs.changes import DIRTY, chunk_state, count_classes
-from runs.diff import classify
+from runs.changes import DIRTY, ChangeSet, count_classes
+from runs.diff import KEYS, ChangeClass, classify_stream
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
+from runs.indexing import sorted_chunks
 from runs.memory import lean_arrow_memory
 from runs.report import build_report, write_report
-from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id
+from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id, work_dir
 from runs.versions import now_iso, set_current
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
@@ -101,18 +103,24 @@ def rollback(
         rejects = read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects")
         client = open_client(home / "chroma", chroma_url)
         collection = get_collection(client, embedder)
-        diff = classify(index_state(collection), chunk_state(enriched))
-        count_classes(info, diff)
-        info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
-        store = VectorStore(home, embedder.id)
-        written, info.embedded = stages.stream_changes(home, info.run_id, collection,
-                                                       folder / "enriched_chunks.parquet", diff, embedder, store,
-                                                       progress=progress, info=info)  # fmt: skip
-        info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
-        set_current(home, target)
-        delete_ids(collection, diff.deleted)
-        (home / DIRTY).unlink(missing_ok=True)
-        info.version, info.status, info.indexed = target, RunStatus.ROLLED_BACK, collection.count()
-        info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
-        write_report(home, build_report(info, diff, enriched, registry, current, rejects, now_iso()))
+        work = work_dir(home, info.run_id)
+        try:
+            chunks = folder / "enriched_chunks.parquet"
+            held = [index_state(collection).sort_by("chunk_id")]
+            changes = ChangeSet.write(work, classify_stream(held, sorted_chunks(chunks, list(KEYS.names))))
+            count_classes(info, changes.counts)
+            info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
+            store = VectorStore(home, embedder.id)
+            written, info.embedded = stages.stream_changes(home, info.run_id, collection, chunks, changes, embedder,
+                                                           store, progress=progress, info=info)  # fmt: skip
+            info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
+            set_current(home, target)
+            for ids in changes.ids(ChangeClass.DELETED):
+                delete_ids(collection, ids)
+            (home / DIRTY).unlink(missing_ok=True)
+            info.version, info.status, info.indexed = target, RunStatus.ROLLED_BACK, collection.count()
+            info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
+            write_report(home, build_report(info, changes, enriched, registry, current, rejects, now_iso()))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     return info

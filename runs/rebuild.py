@@ -31,7 +31,7 @@ from enrich.chunking import chunk_document
 from enrich.join import join_files
 from enrich.lineage import lineage_table, with_replacements
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
-from enrich.storage import STREAM_ROWS, table_from_rows, write_parquet_atomic, write_parquet_stream
+from enrich.storage import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 from extractors.discover import extract_file
 from extractors.model import Document
 from runs.build import Built, Prepared, Scope, _carried, _needs_reading, _reject, skipped_rejects
@@ -293,8 +293,7 @@ class _Head:
 
 
 def _batches(path: Path) -> Iterator[pa.Table]:
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=STREAM_ROWS):
-        yield pa.Table.from_batches([batch])
+    yield from iter_parquet(path, STREAM_ROWS)
 
 
 def _carried_rows(path: Path, carried: set[str]) -> Iterator[pa.Table]:

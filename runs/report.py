@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runs.diff import CLASSES, ChunkDiff
+from runs.changes import ChangeSet
+from runs.diff import CLASSES, WRITTEN, ChangeClass
 from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
 
@@ -34,32 +35,34 @@ REPORT_COLUMNS = ("chunk_id", "doc_id", "doc_type", "source_file", *COVERAGE_FIE
 
 def build_report(
     info: RunInfo,
-    diff: ChunkDiff,
+    changes: ChangeSet,
     enriched: pa.Table,
     registry: pa.Table,
     previous: Published | None,
     rejects: pa.Table,
     started: str,
 ) -> dict[str, Any]:
-    classes = _class_table(diff)
+    classes = changes.table()
+    deleted = classes.filter(pc.equal(classes.column("class"), ChangeClass.DELETED.value)).column("chunk_id")
     columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"])
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
     _tally(columns.join(classes, "chunk_id", join_type="left outer"), by_type, by_source, "unchanged")
-    if previous is not None and diff.deleted:
+    if previous is not None and len(deleted):
         old = previous.keys(("chunk_id", "doc_type", "source_file"))
-        gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=pa.array(diff.deleted, pa.string())))
+        gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=deleted.combine_chunks()))
         _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
+    written = classes.filter(pc.is_in(classes.column("class"), value_set=pa.array([str(c) for c in WRITTEN])))
     return {
         **info.as_dict(),
         "started": started,
         "finished": now_iso(),
         "previous_version": previous.version if previous else None,
-        "classes": diff.counts(),
+        "classes": changes.counts,
         "by_doc_type": {k: _ordered(v) for k, v in sorted(by_type.items())},
         "by_source": {k: _ordered(v) for k, v in sorted(by_source.items())},
         "coverage": coverage(enriched),
-        "documents_diff": documents_diff(registry, previous, diff, columns),
+        "documents_diff": documents_diff(registry, previous, written.column("chunk_id"), deleted, columns),
         "rejects": rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist(),
         "extraction": extraction_summary(registry, rejects),
     }
@@ -85,12 +88,6 @@ def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
     }
 
 
-def _class_table(diff: ChunkDiff) -> pa.Table:
-    ids = [i for name in CLASSES for i in getattr(diff, name)]
-    return pa.table({"chunk_id": pa.array(ids, pa.string()),
-                     "class": [str(name) for name in CLASSES for _ in getattr(diff, name)]})  # fmt: skip
-
-
 def _tally(rows: pa.Table, by_type: dict[str, Counter[str]], by_source: dict[str, Counter[str]],
            default: str = "unchanged") -> None:  # fmt: skip
     """Count ``rows`` (chunk_id, doc_type, source_file, class) per doc type and per source folder, in Arrow:
@@ -112,8 +109,8 @@ def _ordered(counter: Counter[str]) -> dict[str, int]:
     return {name: counter.get(name, 0) for name in CLASSES}
 
 
-def _docs_of(table: pa.Table, chunk_ids: list[str]) -> set[str]:
-    picked = table.filter(pc.is_in(table.column("chunk_id"), value_set=pa.array(chunk_ids, pa.string())))
+def _docs_of(table: pa.Table, chunk_ids: pa.ChunkedArray) -> set[str]:
+    picked = table.filter(pc.is_in(table.column("chunk_id"), value_set=chunk_ids.combine_chunks()))
     return {str(d) for d in pc.unique(picked.column("doc_id")).to_pylist()}
 
 
@@ -141,13 +138,17 @@ def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
 
 
 def documents_diff(
-    registry: pa.Table, previous: Published | None, diff: ChunkDiff, columns: pa.Table
+    registry: pa.Table,
+    previous: Published | None,
+    written: pa.ChunkedArray,
+    deleted: pa.ChunkedArray,
+    columns: pa.Table,
 ) -> dict[str, list[str]]:
     now = {r["doc_id"]: r for r in registry.to_pylist()}
     before = {r["doc_id"]: r for r in previous.registry.to_pylist()} if previous else {}
-    touched = _docs_of(columns, diff.added + diff.text_changed + diff.metadata_changed)
-    if previous is not None and diff.deleted:
-        touched |= _docs_of(previous.keys(("chunk_id", "doc_id")), diff.deleted)
+    touched = _docs_of(columns, written)
+    if previous is not None and len(deleted):
+        touched |= _docs_of(previous.keys(("chunk_id", "doc_id")), deleted)
     touched |= {d for d in now if d in before and now[d] != before[d]}
     return {
         "added": sorted(set(now) - set(before)),

@@ -39,7 +39,8 @@ from enrich.storage import read_parquet, write_parquet_atomic
 from extractors.files import atomic_writer
 from runs import lease
 from runs.build import Prepared, Scope, carry_rejects, plan_scope, prepare
-from runs.changes import DIRTY, load_diff, same_tables
+from runs.changes import DIRTY, ChangeSet, same_tables
+from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError, ShrinkRefused
 from runs.failpoints import failpoint
@@ -245,8 +246,8 @@ def publish(state_path: Path | str) -> RunInfo:
     if info.status == RunStatus.DRY_RUN:
         return info
     failpoint("publish")
-    diff = load_diff(state)
-    writes = bool(diff.to_embed or diff.metadata_changed or diff.deleted)
+    changes = ChangeSet.load(state.work)
+    writes = changes.writes
     with timed(info, "publish"):
         if state.same and state.previous:
             folder = versions_dir(home) / state.previous
@@ -277,9 +278,10 @@ def publish(state_path: Path | str) -> RunInfo:
     state.update(info, Stage.PUBLISHED)
     failpoint("delete")
     with timed(info, "cleanup"):
-        if diff.deleted or (home / DIRTY).exists():
+        if changes.count(ChangeClass.DELETED) or (home / DIRTY).exists():
             collection = LazyClient(home, state.chroma_url).collection()
-            delete_ids(collection, diff.deleted)  # after the publish: readers never miss a published chunk
+            for ids in changes.ids(ChangeClass.DELETED):  # after the publish: readers never miss a published chunk
+                delete_ids(collection, ids)
             info.indexed = collection.count()
         else:
             info.indexed = info.chunks
@@ -301,7 +303,7 @@ def report(state_path: Path | str) -> Path | None:
         return None
     registry, enriched, rejects = _tables_after_publish(state, info)
     previous = Published.load(home, state.previous) if state.previous else None
-    body = build_report(info, load_diff(state), enriched, registry, previous, rejects, state.started)
+    body = build_report(info, ChangeSet.load(state.work), enriched, registry, previous, rejects, state.started)
     folder = versions_dir(home) / info.version if info.status == RunStatus.PUBLISHED and info.version else None
     path = write_report(home, body, folder)
     state.update(info, Stage.REPORTED)

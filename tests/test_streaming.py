@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -179,3 +180,114 @@ def test_a_run_takes_arrow_memory_from_jemalloc_unless_the_user_names_a_pool(ove
     done = subprocess.run([sys.executable, "-c", "from runs.memory import lean_arrow_memory; print(lean_arrow_memory())"],
                           cwd=ROOT, env=env, capture_output=True, text=True, check=True)  # fmt: skip
     assert done.stdout.strip() == expected
+    # Arrow's C++ default (the parquet reader and writer, joins, the dataset scanner) is chosen when pyarrow
+    # is imported: importing the run machinery first must already have picked jemalloc for it
+    cpp = "import runs, pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+    done = subprocess.run([sys.executable, "-c", cpp], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == expected
+
+
+def _cut(table: pa.Table, rng: random.Random) -> list[pa.Table]:
+    """``table`` cut at random places, empty pieces included (the merge must not care where batches end)."""
+    out, at = [], 0
+    while at < table.num_rows:
+        n = rng.randint(0, 6)
+        out.append(table.slice(at, n))
+        at += n
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_the_streamed_diff_gives_the_rules_classes_wherever_the_batches_end(seed: int, tmp_path: Path) -> None:
+    from runs.changes import ChangeSet
+    from runs.diff import classify_stream, state_table
+
+    rng = random.Random(seed)
+    ids = sorted(f"d{rng.randint(0, 9)}:{rng.randint(0, 40)}:0" for _ in range(rng.randint(0, 50)))
+    ids = sorted(set(ids))
+
+    def value() -> str | None:
+        return rng.choice([None, "a", "b"])
+
+    old = {i: (value(), value()) for i in ids if rng.random() < 0.7}
+    new = {i: (value(), value()) for i in ids if rng.random() < 0.7}
+    forced = {i for i in ids if rng.random() < 0.1}
+    held = state_table(old).append_column("status", pa.array([f"was {i}" for i in old], pa.string()))
+    mark = pa.array(sorted(forced), pa.string())
+    steps = classify_stream(_cut(held, rng), _cut(state_table(new), rng),
+                            lambda t: pc.is_in(t.column("chunk_id"), value_set=mark),
+                            held_columns=("chunk_id", "status"))  # fmt: skip
+    changes = ChangeSet.write(tmp_path, steps, pa.schema([("chunk_id", pa.string()), ("status", pa.string())]))
+    expected = _reference_classes(old, new, forced)
+    got = changes.diff()
+    assert {name: getattr(got, name) for name in expected} == expected
+    assert got.deleted == sorted(set(old) - set(new))
+    assert changes.counts == {**{k: len(v) for k, v in expected.items()}, "deleted": len(got.deleted)}
+    # the whole file is in chunk id order, deleted ids in their places; the wanted rows line up with `new`
+    every = changes.table().column("chunk_id").to_pylist()
+    assert every == sorted(set(old) | set(new))
+    assert [t for b in changes.wanted() for t in b.column("chunk_id").to_pylist()] == sorted(new)
+    # what the index held for each metadata-only update, in the same order
+    rows = [r for t in changes.held() for r in t.to_pylist()]
+    assert rows == [{"chunk_id": i, "status": f"was {i}"} for i in expected["metadata_changed"]]
+
+
+@pytest.mark.parametrize("side", ["previous", "desired"])
+def test_the_streamed_diff_refuses_chunks_out_of_order(side: str) -> None:
+    from runs.diff import UnorderedChunks, classify_stream, state_table
+
+    good = state_table({"a:1:0": ("t", "m"), "b:1:0": ("t", "m")})
+    bad = [state_table({"b:1:0": ("t", "m")}), state_table({"a:1:0": ("t", "m")})]  # ordered within, not across
+    previous, desired = (bad, [good]) if side == "previous" else ([good], bad)
+    with pytest.raises(UnorderedChunks, match="chunk id order"):
+        list(classify_stream(previous, desired))
+
+
+def test_lockstep_recuts_two_streams_and_refuses_ones_that_do_not_line_up() -> None:
+    from runs.changes import lockstep
+    from runs.errors import RunError
+
+    a = [pa.table({"x": [1, 2, 3]}), pa.table({"x": [4]}), pa.table({"x": pa.array([], pa.int64())}),
+         pa.table({"x": [5, 6]})]  # fmt: skip
+    b = [pa.table({"y": [10]}), pa.table({"y": [20, 30, 40, 50, 60]})]
+    pairs = list(lockstep(iter(a), iter(b)))
+    assert all(x.num_rows == y.num_rows for x, y in pairs)
+    assert [v for x, _ in pairs for v in x.column("x").to_pylist()] == [1, 2, 3, 4, 5, 6]
+    assert [v for _, y in pairs for v in y.column("y").to_pylist()] == [10, 20, 30, 40, 50, 60]
+    with pytest.raises(RunError, match="do not line up"):
+        list(lockstep(iter(a), iter(b[:1])))
+
+
+def test_known_hashes_match_by_equality_of_their_prefix_never_by_a_shorter_one() -> None:
+    from runs.indexing import KnownHashes, prefixes
+
+    stored = ["0123456789abcdef" + "0" * 16, "ffffffffffffffff" + "1" * 16]
+    known = KnownHashes.of(pa.array(stored))
+    asked = ["0123456789abcdef" + "9" * 16, "0123456789abcde0" + "0" * 16, "not-hex-at-all", stored[1]]
+    # a shared 64-bit prefix is a (harmless) maybe: the store is asked and embeds what it lacks
+    assert known.contains(prefixes(asked)).tolist() == [True, False, False, True]
+    known.add(["not-hex-at-all"])
+    assert known.contains(prefixes(["not-hex-at-all", "not-hex"])).tolist() == [True, False]
+    assert KnownHashes.of([]).contains(prefixes(stored)).tolist() == [False, False]
+
+
+def test_an_older_version_file_out_of_chunk_order_is_read_sorted(tmp_path: Path) -> None:
+    from runs.indexing import sorted_chunks
+
+    path = tmp_path / "enriched_chunks.parquet"
+    ids = [f"d{n % 7}:{n}:0" for n in range(40)]
+    pq.write_table(pa.table({"chunk_id": ids, "n": list(range(40))}), path, row_group_size=8)
+    got = [i for t in sorted_chunks(path, ["chunk_id"]) for i in t.column("chunk_id").to_pylist()]
+    assert got == sorted(ids)
+    pq.write_table(pa.table({"chunk_id": sorted(ids)}), path, row_group_size=8)
+    assert [i for t in sorted_chunks(path) for i in t.column("chunk_id").to_pylist()] == sorted(ids)
+
+
+def test_iter_parquet_reads_a_file_in_order_in_bounded_batches(tmp_path: Path) -> None:
+    from enrich.storage import iter_parquet
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"n": list(range(1000))}), path, row_group_size=300)
+    batches = list(iter_parquet(path, 128))
+    assert max(b.num_rows for b in batches) <= 128
+    assert [v for b in batches for v in b.column("n").to_pylist()] == list(range(1000))
