@@ -120,9 +120,12 @@ class ChangeSet:
         return out
 
 
-def lockstep(rows: Iterator[pa.Table], other: Iterator[pa.Table]) -> Iterator[tuple[pa.Table, pa.Table]]:
+def lockstep(
+    rows: Iterator[pa.Table], other: Iterator[pa.Table], key: str = "chunk_id"
+) -> Iterator[tuple[pa.Table, pa.Table]]:
     """Two streams of tables with the same number of rows in all, re-cut so that each pair has equal lengths
-    (row k of one belongs to row k of the other). Raises RunError when one stream ends before the other."""
+    (row k of one belongs to row k of the other; where both have a ``key`` column it must be equal). Raises
+    RunError when one stream ends before the other or the keys differ."""
     x: pa.Table | None = None
     y: pa.Table | None = None
     while True:
@@ -137,8 +140,26 @@ def lockstep(rows: Iterator[pa.Table], other: Iterator[pa.Table]) -> Iterator[tu
                 raise RunError("the change set and the version's chunks do not line up (a stale work folder?)")
             return
         n = min(x.num_rows, y.num_rows)
-        yield x.slice(0, n), y.slice(0, n)
+        a, b = x.slice(0, n), y.slice(0, n)
+        if key in a.column_names and key in b.column_names and not a.column(key).equals(b.column(key)):
+            raise RunError("the change set and the version's chunks do not line up (a stale work folder?)")
+        yield a, b
         x, y = x.slice(n), y.slice(n)
+
+
+def sorted_chunks(path: Path, columns: list[str] | None = None, batch_size: int = STREAM_ROWS) -> Iterator[pa.Table]:
+    """A version's chunk file in chunk id order, a block at a time. Files written since the streaming merge
+    are in that order already; an older one (checked on its ids alone first) is read whole and sorted."""
+    last: str | None = None
+    for batch in iter_parquet(path, STREAM_ROWS * 4, ["chunk_id"]):
+        ids = batch.column(0)
+        ordered = len(ids) < 2 or pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py()
+        if not ordered or (last is not None and len(ids) and not str(ids[0]) > last):
+            whole = pq.read_table(path, columns=columns).sort_by("chunk_id")
+            yield from (whole.slice(at, batch_size) for at in range(0, whole.num_rows, batch_size))
+            return
+        last = str(ids[-1]) if len(ids) else last
+    yield from iter_parquet(path, batch_size, columns)
 
 
 def take_rows(stream: Iterator[pa.Table], n: int, carry: list[pa.Table]) -> pa.Table | None:

@@ -13,12 +13,20 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from enrich.metadata import METADATA_FIELDS
 from enrich.storage import iter_parquet
 from runs.build import Scope
-from runs.changes import DIRTY, ChangeSet, check_shrink, count_classes, forced_rows, lockstep, take_rows
+from runs.changes import (
+    DIRTY,
+    ChangeSet,
+    check_shrink,
+    count_classes,
+    forced_rows,
+    lockstep,
+    sorted_chunks,
+    take_rows,
+)
 from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
 from runs.failpoints import failpoint
@@ -128,7 +136,9 @@ def stream_changes(
 
     embedded = vector_writes = metadata_writes = 0
     embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
-    for block, (table, classes) in enumerate(lockstep(_read(enriched_path), changes.wanted())):
+    for block, (table, classes) in enumerate(
+        lockstep(sorted_chunks(enriched_path, batch_size=BLOCK), changes.wanted())
+    ):
         kind = classes.column("class")
         upserts = table.filter(pc.is_in(kind, value_set=embed_classes))
         updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value))
@@ -227,8 +237,8 @@ def _to_embed(path: Path, changes: ChangeSet, text: bool) -> tuple[np.ndarray, i
     embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
     seen: list[np.ndarray] = []
     total = 0
-    columns = ["text_hash", "text"] if text else ["text_hash"]
-    for table, classes in lockstep(_read(path, columns), changes.wanted()):
+    columns = ["chunk_id", "text_hash", "text"] if text else ["chunk_id", "text_hash"]
+    for table, classes in lockstep(sorted_chunks(path, columns, BLOCK), changes.wanted()):
         picked = table.filter(pc.is_in(classes.column("class"), value_set=embed_classes))
         if picked.num_rows:
             seen.append(np.unique(prefixes(picked.column("text_hash"))))
@@ -296,7 +306,9 @@ def _written_sample(path: Path, changes: ChangeSet, written: int) -> dict[str, t
     step, seen = max(1, written // READ_BACK), 0
     written_classes = pa.array([str(c) for c in WRITTEN], pa.string())
     out: dict[str, tuple[str | None, str | None]] = {}
-    for table, classes in lockstep(_read(path, ["chunk_id", "text_hash", "meta_hash"]), changes.wanted()):
+    for table, classes in lockstep(
+        sorted_chunks(path, ["chunk_id", "text_hash", "meta_hash"], BLOCK), changes.wanted()
+    ):
         rows = table.filter(pc.is_in(classes.column("class"), value_set=written_classes))
         at = np.arange(seen, seen + rows.num_rows)
         rows = rows.filter(pa.array((at % step == 0) | (at == written - 1)))
@@ -320,17 +332,3 @@ def _index_before(
     if collection_embedder(client.get()) != embedder.id:
         return [], False
     return [index_state(client.collection()).sort_by("chunk_id")], False
-
-
-def sorted_chunks(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
-    """A version's chunk file in chunk id order, a block at a time. Files written since the streaming merge
-    are in that order already; an older one (checked on its ids alone first) is read whole and sorted."""
-    last: str | None = None
-    for batch in iter_parquet(path, BLOCK * 4, ["chunk_id"]):
-        ids = batch.column(0)
-        ordered = len(ids) < 2 or pc.all(pc.less(ids.slice(0, len(ids) - 1), ids.slice(1))).as_py()
-        if not ordered or (last is not None and len(ids) and not str(ids[0]) > last):
-            yield pq.read_table(path, columns=columns).sort_by("chunk_id")
-            return
-        last = str(ids[-1]) if len(ids) else last
-    yield from _read(path, columns)

@@ -22,11 +22,10 @@ from pathlib import Path
 from enrich.storage import read_parquet
 from runs import lease, stages
 from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
-from runs.changes import DIRTY, ChangeSet, count_classes
+from runs.changes import DIRTY, ChangeSet, count_classes, sorted_chunks
 from runs.diff import KEYS, ChangeClass, classify_stream
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
-from runs.indexing import sorted_chunks
 from runs.memory import lean_arrow_memory
 from runs.report import build_report, write_report
 from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id, work_dir
@@ -120,7 +119,7 @@ def rollback(
             (home / DIRTY).unlink(missing_ok=True)
             info.version, info.status, info.indexed = target, RunStatus.ROLLED_BACK, collection.count()
             info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
-            write_report(home, build_report(info, changes, enriched, registry, current, rejects, now_iso()))
+            write_report(home, build_report(info, changes, chunks, registry, current, rejects, now_iso()))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     return info

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from runs.changes import ChangeSet
+from enrich.storage import iter_parquet
+from runs.changes import ChangeSet, lockstep, sorted_chunks
 from runs.diff import CLASSES, WRITTEN, ChangeClass
 from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
@@ -36,23 +37,32 @@ REPORT_COLUMNS = ("chunk_id", "doc_id", "doc_type", "source_file", *COVERAGE_FIE
 def build_report(
     info: RunInfo,
     changes: ChangeSet,
-    enriched: pa.Table,
+    enriched: Path,
     registry: pa.Table,
     previous: Published | None,
     rejects: pa.Table,
     started: str,
 ) -> dict[str, Any]:
-    classes = changes.table()
-    deleted = classes.filter(pc.equal(classes.column("class"), ChangeClass.DELETED.value)).column("chunk_id")
-    columns = enriched.select(["chunk_id", "doc_id", "doc_type", "source_file"])
+    """The report of a run whose version's chunks are ``enriched`` (read a batch at a time beside the change
+    set, only :data:`REPORT_COLUMNS`: the tallies hold counts per doc type and folder, never the corpus)."""
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
-    _tally(columns.join(classes, "chunk_id", join_type="left outer"), by_type, by_source, "unchanged")
-    if previous is not None and len(deleted):
-        old = previous.keys(("chunk_id", "doc_type", "source_file"))
-        gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=deleted.combine_chunks()))
-        _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
-    written = classes.filter(pc.is_in(classes.column("class"), value_set=pa.array([str(c) for c in WRITTEN])))
+    filled: dict[str, Counter[str]] = defaultdict(Counter)
+    touched: set[str] = set()
+    written = pa.array([str(c) for c in WRITTEN], pa.string())
+    for table, classes in lockstep(sorted_chunks(enriched, list(REPORT_COLUMNS)), changes.wanted()):
+        rows = table.append_column("class", classes.column("class"))
+        _tally(rows, by_type, by_source)
+        _count_filled(table, filled)
+        changed = rows.filter(pc.is_in(rows.column("class"), value_set=written)).column("doc_id")
+        touched |= {str(d) for d in pc.unique(changed).to_pylist()}
+    if previous is not None and changes.count(ChangeClass.DELETED):
+        deleted = pa.array([i for ids in changes.ids(ChangeClass.DELETED) for i in ids], pa.string())
+        for old in iter_parquet(previous.folder / "enriched_chunks.parquet",
+                                columns=["chunk_id", "doc_id", "doc_type", "source_file"]):  # fmt: skip
+            gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=deleted))
+            _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
+            touched |= {str(d) for d in pc.unique(gone.column("doc_id")).to_pylist()}
     return {
         **info.as_dict(),
         "started": started,
@@ -61,8 +71,8 @@ def build_report(
         "classes": changes.counts,
         "by_doc_type": {k: _ordered(v) for k, v in sorted(by_type.items())},
         "by_source": {k: _ordered(v) for k, v in sorted(by_source.items())},
-        "coverage": coverage(enriched),
-        "documents_diff": documents_diff(registry, previous, written.column("chunk_id"), deleted, columns),
+        "coverage": _coverage(filled),
+        "documents_diff": documents_diff(registry, previous, touched),
         "rejects": rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist(),
         "extraction": extraction_summary(registry, rejects),
     }
@@ -109,46 +119,47 @@ def _ordered(counter: Counter[str]) -> dict[str, int]:
     return {name: counter.get(name, 0) for name in CLASSES}
 
 
-def _docs_of(table: pa.Table, chunk_ids: pa.ChunkedArray) -> set[str]:
-    picked = table.filter(pc.is_in(table.column("chunk_id"), value_set=chunk_ids.combine_chunks()))
-    return {str(d) for d in pc.unique(picked.column("doc_id")).to_pylist()}
-
-
 def coverage(enriched: pa.Table) -> dict[str, dict[str, float]]:
     """Per doc type: the share of chunks whose identifier field is filled (lists: non-empty)."""
+    filled: dict[str, Counter[str]] = defaultdict(Counter)
+    _count_filled(enriched, filled)
+    return _coverage(filled)
+
+
+def _count_filled(table: pa.Table, filled: dict[str, Counter[str]]) -> None:
+    """Add one batch's chunks per doc type (``n``) and those with each coverage field filled to ``filled``."""
     columns: dict[str, Any] = {
-        "doc_type": pc.fill_null(enriched.column("doc_type"), "unknown"),
-        "n": pa.repeat(1, enriched.num_rows),
+        "doc_type": pc.fill_null(table.column("doc_type"), "unknown"),
+        "n": pa.repeat(1, table.num_rows),
     }
     for name in COVERAGE_FIELDS:
-        column = enriched.column(name)
+        column = table.column(name)
         if pa.types.is_list(column.type):
-            filled = pc.fill_null(pc.greater(pc.list_value_length(column), 0), False)
+            mask = pc.fill_null(pc.greater(pc.list_value_length(column), 0), False)
         elif pa.types.is_string(column.type):
-            filled = pc.fill_null(pc.not_equal(column, ""), False)
+            mask = pc.fill_null(pc.not_equal(column, ""), False)
         else:
-            filled = column.is_valid()
-        columns[name] = pc.cast(filled, pa.int64())
+            mask = column.is_valid()
+        columns[name] = pc.cast(mask, pa.int64())
     grouped = pa.table(columns).group_by("doc_type").aggregate([("n", "sum"), *((f, "sum") for f in COVERAGE_FIELDS)])
-    out = {}
     for row in grouped.to_pylist():
-        total = row["n_sum"]
-        out[row["doc_type"]] = {f: round(row[f"{f}_sum"] / total, 4) for f in COVERAGE_FIELDS}
-    return dict(sorted(out.items()))
+        counts = filled[row["doc_type"]]
+        counts["n"] += row["n_sum"]
+        for name in COVERAGE_FIELDS:
+            counts[name] += row[f"{name}_sum"]
 
 
-def documents_diff(
-    registry: pa.Table,
-    previous: Published | None,
-    written: pa.ChunkedArray,
-    deleted: pa.ChunkedArray,
-    columns: pa.Table,
-) -> dict[str, list[str]]:
+def _coverage(filled: dict[str, Counter[str]]) -> dict[str, dict[str, float]]:
+    return {doc_type: {f: round(counts[f] / counts["n"], 4) for f in COVERAGE_FIELDS}
+            for doc_type, counts in sorted(filled.items()) if counts["n"]}  # fmt: skip
+
+
+def documents_diff(registry: pa.Table, previous: Published | None, touched: set[str]) -> dict[str, list[str]]:
+    """Documents added, removed, and changed (``touched``: documents with a chunk written or deleted; or
+    whose registry row changed)."""
     now = {r["doc_id"]: r for r in registry.to_pylist()}
     before = {r["doc_id"]: r for r in previous.registry.to_pylist()} if previous else {}
-    touched = _docs_of(columns, written)
-    if previous is not None and len(deleted):
-        touched |= _docs_of(previous.keys(("chunk_id", "doc_id")), deleted)
+    touched = set(touched)
     touched |= {d for d in now if d in before and now[d] != before[d]}
     return {
         "added": sorted(set(now) - set(before)),

@@ -49,7 +49,7 @@ from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
 from runs.lease import Busy as Busy
 from runs.rebuild import Rebuilt, enrich_version, extract_files, registry_of, write_small_tables
-from runs.report import REPORT_COLUMNS, build_report, write_report
+from runs.report import build_report, write_report
 from runs.state import (
     Progress,
     Published,
@@ -310,12 +310,13 @@ def report(state_path: Path | str) -> Path | None:
     return path
 
 
-def _tables_after_publish(state: RunState, info: RunInfo) -> tuple[pa.Table, pa.Table, pa.Table]:
-    """The registry, the enriched chunks' identifier columns (what the report tallies; no text) and rejects."""
+def _tables_after_publish(state: RunState, info: RunInfo) -> tuple[pa.Table, Path, pa.Table]:
+    """The registry, the enriched chunks' file (the report reads its identifier columns a batch at a time)
+    and the rejects."""
     folder = versions_dir(Path(state.home)) / (info.version or "")
     return (
         read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry"),
-        pq.read_table(folder / "enriched_chunks.parquet", columns=list(REPORT_COLUMNS)),
+        folder / "enriched_chunks.parquet",
         read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects"),
     )
 

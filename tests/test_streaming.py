@@ -272,7 +272,7 @@ def test_known_hashes_match_by_equality_of_their_prefix_never_by_a_shorter_one()
 
 
 def test_an_older_version_file_out_of_chunk_order_is_read_sorted(tmp_path: Path) -> None:
-    from runs.indexing import sorted_chunks
+    from runs.changes import sorted_chunks
 
     path = tmp_path / "enriched_chunks.parquet"
     ids = [f"d{n % 7}:{n}:0" for n in range(40)]
