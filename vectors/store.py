@@ -1,9 +1,10 @@
 """Embeddings kept by (embedder id, text hash), so text seen before is never embedded again.
 
 One folder per embedder under ``HOME/vectors/``; each run that embedded something adds one parquet part
-(``text_hash``, ``vector``) written atomically. Lookups read only the hashes asked for (pyarrow dataset
-filter), so an unchanged re-run never opens the store at all. A chunk whose text moved to a new chunk id
-finds its vector here; a new embedder has an empty folder, so changing the embedder re-embeds everything.
+(``text_hash``, ``vector``) written atomically. A lookup reads the vectors of only the parts that hold a
+hash asked for, one part at a time, and an unchanged re-run never opens the store at all. A chunk whose
+text moved to a new chunk id finds its vector here; a new embedder has an empty folder, so changing the
+embedder re-embeds everything.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
 from enrich.storage import write_parquet_atomic
 
@@ -26,22 +28,39 @@ VECTOR_SCHEMA = pa.schema(
 class VectorStore:
     def __init__(self, home: Path, embedder_id: str) -> None:
         self.folder = home / "vectors" / re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
+        self._hashes: dict[Path, pa.Array] = {}
 
     def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """The stored vectors among ``hashes`` (missing ones are simply absent)."""
+        """The stored vectors among ``hashes`` (missing ones are simply absent). Parts are read one at a time,
+        and only those that hold one of the hashes (the store keeps each part's hashes, read on first use);
+        a dataset scan over all parts read several parts' vectors ahead at once, so its memory grew with the
+        store (``benchmarks/README.md``)."""
+        wanted = set(hashes)
+        out: dict[str, np.ndarray] = {}
+        if not wanted:
+            return out
+        asked = pa.array(sorted(wanted), pa.string())
+        for part, stored in self._parts():
+            if not wanted or not pc.any(pc.is_in(stored, value_set=asked)).as_py():
+                continue
+            table = pq.read_table(part, schema=VECTOR_SCHEMA)
+            table = table.filter(pc.is_in(table.column("text_hash"), value_set=asked))
+            column = table.column("vector").combine_chunks()
+            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+            offsets = column.offsets.to_numpy()
+            for i, text_hash in enumerate(table.column("text_hash").to_pylist()):
+                if text_hash in wanted:  # float32 views of one array: no Python floats on the way
+                    out[text_hash] = flat[offsets[i] : offsets[i + 1]]
+                    wanted.discard(text_hash)
+        return out
+
+    def _parts(self) -> list[tuple[Path, pa.Array]]:
+        """Each part with its text hashes (one string column; vectors are read only when a part is needed)."""
         parts = sorted(self.folder.glob("part-*.parquet")) if self.folder.exists() else []
-        if not hashes or not parts:
-            return {}
-        table = ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(filter=pc.field("text_hash").isin(hashes))
-        if table.num_rows == 0:
-            return {}
-        column = table.column("vector").combine_chunks()
-        flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-        offsets = column.offsets.to_numpy()
-        return {  # float32 views of one array: no Python floats on the way (memory stays flat)
-            text_hash: flat[offsets[i] : offsets[i + 1]]
-            for i, text_hash in enumerate(table.column("text_hash").to_pylist())
-        }
+        for part in parts:
+            if part not in self._hashes:
+                self._hashes[part] = pq.read_table(part, columns=["text_hash"]).column(0).combine_chunks()
+        return [(part, self._hashes[part]) for part in parts]
 
     def hashes(self) -> pa.Array:
         """Every stored text hash, as an Arrow array (one string column read; no vector is loaded)."""
