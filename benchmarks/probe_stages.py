@@ -1,0 +1,101 @@
+"""Peak memory of each stage of one full build, in one process, to find what grows with the corpus.
+
+The high-water mark is reset before each stage (``/proc/self/clear_refs``, Linux only), and a thread samples
+the anonymous RSS and the bytes Arrow's pool holds, so each line says how high that stage went and how much
+of it was Arrow. ``--noop-index`` replaces the Chroma collection by one that accepts writes and keeps
+nothing, which separates zan's own memory from the Chroma client's (validate then has nothing to read back,
+so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chroma run`` server.
+
+    python benchmarks/probe_stages.py 20000 --noop-index
+    python benchmarks/probe_stages.py 100000 --chroma-url http://127.0.0.1:8799
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from corpus import write_corpus  # noqa: E402
+
+import runs  # noqa: E402,F401  (first: it picks Arrow's allocator before pyarrow loads)
+
+
+def status(key: str) -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key):
+            return int(line.split()[1]) // 1024
+    return 0
+
+
+class NoopCollection:
+    metadata: dict[str, Any] = {}
+
+    def upsert(self, **_: Any) -> None: ...
+
+    def update(self, **_: Any) -> None: ...
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("chunks", type=int)
+    parser.add_argument("--noop-index", action="store_true", help="a collection that keeps nothing")
+    parser.add_argument("--chroma-url", help="a chroma run server (else the embedded index under the home)")
+    args = parser.parse_args()
+    import pyarrow as pa
+
+    from runs import indexing, stages
+    from runs.memory import lean_arrow_memory
+    from vectors.embed import HashingEmbedder
+
+    lean_arrow_memory()
+    peak = {"arrow": 0, "anon": 0}
+
+    def sample() -> None:
+        while True:
+            peak["arrow"] = max(peak["arrow"], pa.total_allocated_bytes() >> 20)
+            peak["anon"] = max(peak["anon"], status("RssAnon"))
+            time.sleep(0.01)
+
+    threading.Thread(target=sample, daemon=True).start()
+    url = args.chroma_url
+    if args.noop_index:
+        url = "http://127.0.0.1:9"  # never contacted: the client below stands in for it
+        indexing.LazyClient = lambda *_: type("C", (), {"get": lambda self: None})()  # type: ignore[misc,assignment]
+        indexing.get_collection = lambda *_: NoopCollection()
+        indexing.collection_embedder = lambda *_: None
+    with tempfile.TemporaryDirectory(prefix="zan-probe-") as name:
+        tmp = Path(name)
+        write_corpus(tmp / "corpus", args.chunks)
+        embedder = HashingEmbedder()
+        state = stages.begin(tmp / "home", [tmp / "corpus"], None, url, embedder="hash", embedder_id=embedder.id,
+                             holder="process")  # fmt: skip
+        steps: list[tuple[str, Any]] = [
+            ("extract", lambda s: [stages.extract_shard(s, n) for n in range(len(stages.RunState.load(s).shards))]),
+            ("registry", stages.registry),
+            ("enrich", stages.enrich),
+            ("index", lambda s: stages.index(s, embedder)),
+        ]
+        if not args.noop_index:
+            steps += [("validate", stages.validate), ("publish", stages.publish), ("report", stages.report)]
+        for stage, call in steps:
+            Path("/proc/self/clear_refs").write_text("5")
+            peak.update(arrow=0, anon=0)
+            started = time.perf_counter()
+            call(state)
+            print(f"{stage:<9} peak {status('VmHWM'):5} MB  after {status('VmRSS'):5} MB  anonymous {peak['anon']:5} MB"
+                  f"  Arrow {peak['arrow']:4} MB  {time.perf_counter() - started:6.1f} s", flush=True)  # fmt: skip
+        stages.finish(state)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
