@@ -141,7 +141,8 @@ def stream_changes(
     ):
         kind = classes.column("class")
         upserts = table.filter(pc.is_in(kind, value_set=embed_classes))
-        updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value))
+        # an update compares metadata only: no text is turned into Python strings for it
+        updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value)).select(list(HELD_COLUMNS))
         old = take_rows(held_rows, updates.num_rows, carry) if held else None
         if not upserts.num_rows and not updates.num_rows:
             continue
