@@ -18,7 +18,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from enrich.metadata import METADATA_FIELDS
 from enrich.storage import read_parquet
 from runs.versions import staging_dir, write_text_atomic
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
@@ -148,11 +147,6 @@ class Published:
     @functools.cached_property
     def enriched(self) -> pa.Table:
         return read_parquet(self.folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
-
-    @functools.cached_property
-    def metadata(self) -> pa.Table:
-        """chunk_id and the columns the index's metadata is made of (no text), read once."""
-        return self.keys(("chunk_id", *dict.fromkeys(METADATA_FIELDS)))
 
     def keys(self, columns: tuple[str, ...] = ("chunk_id", "doc_id", "text_hash", "meta_hash")) -> pa.Table:
         """Only these columns of the enriched chunks (no text)."""
