@@ -6,7 +6,7 @@ the next run reconciles (:mod:`runs.changes`)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -68,7 +68,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     with timed(info, "diff"):
         forced = forced_rows(Scope.from_json(state.scope), set(state.rebuilt)) if options.force_reembed else None
         before, clean = _index_before(home, previous, client, embedder)
-        wanted = _read(path, ["chunk_id", "doc_id", "text_hash", "meta_hash"])
+        wanted = iter_parquet(path, BLOCK, ["chunk_id", "doc_id", "text_hash", "meta_hash"])
         held = HELD_COLUMNS if clean else ()
         changes = ChangeSet.write(state.work, classify_stream(before, wanted, forced, held),
                                   _held_schema() if clean else None)  # fmt: skip
@@ -85,7 +85,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         return info
     if changes.count(*WRITTEN):
         to_embed = changes.count(*EMBEDDED)
-        hashes, text_bytes = _to_embed(path, changes, text=bool(to_embed))
+        hashes, text_bytes = _to_embed(path, changes, text=True) if to_embed else (np.zeros(0, np.uint64), 0)
         dim = int(getattr(embedder, "dim", 1024))
         check_room(home, index_bytes(to_embed, text_bytes, dim) + 4 * dim * len(hashes), f"index {to_embed} chunks")
         collection = get_collection(client.get(), embedder)
@@ -225,11 +225,6 @@ def block_vectors(
     if fresh:
         store.put(run_id, fresh, block=block)
     return vectors | fresh, missing
-
-
-def _read(path: Path, columns: list[str] | None = None) -> Iterator[pa.Table]:
-    """The rows of a version's chunk file as tables of up to :data:`BLOCK` rows, in file order."""
-    yield from iter_parquet(path, BLOCK, columns)
 
 
 def _to_embed(path: Path, changes: ChangeSet, text: bool) -> tuple[np.ndarray, int]:
