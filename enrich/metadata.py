@@ -13,6 +13,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from enrich.chunking import LIST_CAP
 
 METADATA_FIELDS = (
@@ -61,6 +64,38 @@ def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
             continue
         meta[name] = value
     return meta
+
+
+def metadata_columns(table: pa.Table) -> dict[str, pa.Array]:
+    """Each metadata field of ``table`` in the form Chroma stores it, column-wise: dates as ISO text, lists
+    capped, and null wherever :func:`chunk_metadata` drops the key (None, "" and []). Fields the table lacks
+    are absent (the key is dropped for every row)."""
+    out: dict[str, pa.Array] = {}
+    for name in METADATA_FIELDS:
+        if name not in table.column_names:
+            continue
+        column = table.column(name).combine_chunks()
+        kind = column.type
+        if pa.types.is_date(kind):
+            column = pc.cast(column, pa.string())
+        elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            column = pc.list_slice(column, 0, LIST_CAP)
+            column = pc.if_else(pc.equal(pc.list_value_length(column), 0), pa.scalar(None, column.type), column)
+        elif pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            column = pc.if_else(pc.equal(column, ""), pa.scalar(None, kind), column)
+        out[name] = column
+    return out
+
+
+def metadata_dicts(table: pa.Table) -> list[dict[str, Any]]:
+    """:func:`chunk_metadata` of every row of ``table``, built column by column (no row dicts of the whole
+    table: the text and the columns Chroma does not get are never turned into Python)."""
+    columns = metadata_columns(table)
+    if not columns:
+        return [{} for _ in range(table.num_rows)]
+    names = list(columns)
+    values = [column.to_pylist() for column in columns.values()]
+    return [{k: v for k, v in zip(names, row, strict=True) if v is not None} for row in zip(*values, strict=True)]
 
 
 def meta_hash(row: Mapping[str, Any]) -> str:

@@ -34,13 +34,13 @@ from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage,
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from vectors.embed import Embedder, make_embedder
 from vectors.index import (
-    BATCH,
     LazyClient,
     WriteResult,
     collection_embedder,
     get_collection,
     index_state,
-    write_changes,
+    update_table,
+    upsert_table,
 )
 from vectors.repair import check_room, ensure_healthy, index_bytes
 from vectors.store import VectorStore
@@ -91,7 +91,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         collection = get_collection(client.get(), embedder)
         written, info.embedded = stream_changes(
             home, state.run_id, collection, path, changes, embedder, store, force=options.force_reembed,
-            progress=progress, held=clean, info=info,
+            progress=progress, held=clean, info=info, update_batch=_update_batch(client.get()),
         )  # fmt: skip
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, Stage.INDEXED)
@@ -99,6 +99,8 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
 
 
 BLOCK = 5_000  # rows read, embedded and stored at a time by :func:`stream_changes` (Chroma calls: BATCH)
+UPDATE_BATCH = BLOCK  # records per metadata-only update call: a bare update of 20 000 records' changed keys
+# took 3.0 s in calls of ~5 000 against 4.4 s in calls of 250 (below Chroma's get_max_batch_size(), 5 461)
 HELD_COLUMNS = ("chunk_id", *dict.fromkeys(METADATA_FIELDS))  # what a metadata-only update compares
 
 
@@ -115,6 +117,7 @@ def stream_changes(
     progress: Progress | None = None,
     held: bool = False,
     info: RunInfo | None = None,
+    update_batch: int = UPDATE_BATCH,
 ) -> tuple[WriteResult, int]:
     """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
     chunks read beside their classes: vectors for the new text (stored ones reused, the rest embedded and
@@ -151,16 +154,15 @@ def stream_changes(
             known.add(fresh)
             embedded += len(fresh)
         with timed(clock, "index"):
-            for start in range(0, upserts.num_rows, BATCH):  # Python rows for one Chroma call at a time
-                rows = {r["chunk_id"]: r for r in upserts.slice(start, BATCH).to_pylist()}
-                written = write_changes(collection, rows, list(rows), [], vectors, step, lambda: failpoint("index"))
-                vector_writes += written.vector_writes
-            for start in range(0, updates.num_rows, BATCH):
-                rows = {r["chunk_id"]: r for r in updates.slice(start, BATCH).to_pylist()}
-                indexed = {r["chunk_id"]: r for r in old.slice(start, BATCH).to_pylist()} if old is not None else None
-                written = write_changes(collection, rows, [], list(rows), {}, step, None, indexed)
-                metadata_writes += written.metadata_writes
+            vector_writes += upsert_table(collection, upserts, vectors, step, lambda: failpoint("index"))
+            metadata_writes += update_table(collection, updates, old, step, update_batch)
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
+
+
+def _update_batch(client: Any) -> int:
+    """:data:`UPDATE_BATCH`, or the client's own maximum when that is lower (a server may set its own)."""
+    limit = int(client.get_max_batch_size())
+    return min(UPDATE_BATCH, limit) if limit > 0 else UPDATE_BATCH
 
 
 class KnownHashes:

@@ -28,7 +28,7 @@ import pyarrow as pa
 
 from schemas.errors import TransientError
 from vectors.embed import Embedder
-from vectors.index import BATCH, COLLECTION, find_collection, get_collection, open_client, write_changes
+from vectors.index import BATCH, COLLECTION, find_collection, get_collection, open_client, upsert_table
 from vectors.store import VectorStore
 
 MIN_FREE_MB = 64  # always left free on HOME's file system (ZAN_MIN_FREE_MB)
@@ -86,15 +86,15 @@ def rebuild(folder: Path, embedder: Embedder, enriched: pa.Table, store: VectorS
     collection = get_collection(client, embedder)
     embedded = 0
     for start in range(0, enriched.num_rows, BATCH * 10):
-        rows = {r["chunk_id"]: r for r in enriched.slice(start, BATCH * 10).to_pylist()}
-        texts = {r["text_hash"]: r["text"] for r in rows.values()}
+        part = enriched.slice(start, BATCH * 10)
+        texts = dict(zip(part.column("text_hash").to_pylist(), part.column("text").to_pylist(), strict=True))
         vectors: dict[str, Any] = store.get(list(texts))
         missing = [h for h in texts if h not in vectors]
         if missing:
             fresh = embedder.embed([texts[h] for h in missing])
             vectors.update(zip(missing, fresh, strict=True))
             embedded += len(missing)
-        write_changes(collection, rows, list(rows), [], vectors)
+        upsert_table(collection, part, vectors)
     return collection, embedded
 
 
