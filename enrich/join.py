@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.metadata import HASHED_FIELDS, meta_hash
+from enrich.metadata import meta_hashes
 from enrich.storage import STREAM_ROWS, iter_parquet, write_parquet_stream
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK
 
@@ -36,8 +36,7 @@ def join_files(registry: pa.Table, chunks: Path, out: Path) -> pa.Table:
             extra = fields.take(pa.array(rows, pa.int64()))
             for name in REGISTRY_FIELDS_ON_CHUNK:
                 table = table.append_column(extra.schema.field(name), extra.column(name))
-            hashed = table.select([c for c in HASHED_FIELDS if c in table.column_names])  # no text: small rows
-            yield table.append_column("meta_hash", pa.array([meta_hash(r) for r in hashed.to_pylist()], pa.string()))
+            yield table.append_column("meta_hash", meta_hashes(table))
 
     write_parquet_stream(joined(), out, ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
     empty = pa.schema([pa.field(n, pa.string()) for n in ("chunk_id", "doc_id", "source_file")]).empty_table()

@@ -100,6 +100,15 @@ def metadata_dicts(table: pa.Table) -> list[dict[str, Any]]:
 
 def meta_hash(row: Mapping[str, Any]) -> str:
     """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write."""
-    meta = chunk_metadata({k: row.get(k) for k in HASHED_FIELDS})
+    return _digest(chunk_metadata({k: row.get(k) for k in HASHED_FIELDS}))
+
+
+def meta_hashes(table: pa.Table) -> pa.Array:
+    """:func:`meta_hash` of every row of ``table``, the metadata built column-wise (:func:`metadata_dicts`)."""
+    hashed = table.select([name for name in HASHED_FIELDS if name in table.column_names])
+    return pa.array([_digest(meta) for meta in metadata_dicts(hashed)], pa.string())
+
+
+def _digest(meta: Mapping[str, Any]) -> str:
     payload = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()

@@ -91,7 +91,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         collection = get_collection(client.get(), embedder)
         written, info.embedded = stream_changes(
             home, state.run_id, collection, path, changes, embedder, store, force=options.force_reembed,
-            progress=progress, held=clean, info=info, update_batch=_update_batch(client.get()),
+            progress=progress, held=clean, info=info,
         )  # fmt: skip
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, Stage.INDEXED)
@@ -99,8 +99,6 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
 
 
 BLOCK = 5_000  # rows read, embedded and stored at a time by :func:`stream_changes` (Chroma calls: BATCH)
-UPDATE_BATCH = BLOCK  # records per metadata-only update call: a bare update of 20 000 records' changed keys
-# took 3.0 s in calls of ~5 000 against 4.4 s in calls of 250 (below Chroma's get_max_batch_size(), 5 461)
 HELD_COLUMNS = ("chunk_id", *dict.fromkeys(METADATA_FIELDS))  # what a metadata-only update compares
 
 
@@ -117,7 +115,6 @@ def stream_changes(
     progress: Progress | None = None,
     held: bool = False,
     info: RunInfo | None = None,
-    update_batch: int = UPDATE_BATCH,
 ) -> tuple[WriteResult, int]:
     """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
     chunks read beside their classes: vectors for the new text (stored ones reused, the rest embedded and
@@ -155,14 +152,8 @@ def stream_changes(
             embedded += len(fresh)
         with timed(clock, "index"):
             vector_writes += upsert_table(collection, upserts, vectors, step, lambda: failpoint("index"))
-            metadata_writes += update_table(collection, updates, old, step, update_batch)
+            metadata_writes += update_table(collection, updates, old, step)
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
-
-
-def _update_batch(client: Any) -> int:
-    """:data:`UPDATE_BATCH`, or the client's own maximum when that is lower (a server may set its own)."""
-    limit = int(client.get_max_batch_size())
-    return min(UPDATE_BATCH, limit) if limit > 0 else UPDATE_BATCH
 
 
 class KnownHashes:

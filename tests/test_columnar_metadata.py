@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from enrich.chunking import LIST_CAP
-from enrich.metadata import METADATA_FIELDS, chunk_metadata, metadata_dicts
+from enrich.metadata import METADATA_FIELDS, chunk_metadata, meta_hash, meta_hashes, metadata_dicts
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import published_file
 from vectors.index import changed_keys, changed_metadata, open_client, update_table
@@ -36,6 +36,7 @@ EDGES = [
 def test_metadata_dicts_equal_chunk_metadata_on_every_edge() -> None:
     table = pa.Table.from_pylist(EDGES, SCHEMA)
     assert metadata_dicts(table) == [chunk_metadata(r) for r in table.to_pylist()]
+    assert meta_hashes(table).to_pylist() == [meta_hash(r) for r in table.to_pylist()]
     first, second = metadata_dicts(table)[:2]
     assert "doc_title" not in first and "code_articles" not in first and first["date_approved"] == "2015-11-23"
     assert len(second["code_articles"]) == LIST_CAP and second["annex"] == 0
@@ -44,6 +45,7 @@ def test_metadata_dicts_equal_chunk_metadata_on_every_edge() -> None:
 def test_metadata_dicts_equal_chunk_metadata_on_the_real_corpus(corpus_run) -> None:  # type: ignore[no-untyped-def]
     table = pq.read_table(published_file(corpus_run[1], "enriched_chunks.parquet"))
     assert metadata_dicts(table) == [chunk_metadata(r) for r in table.to_pylist()]
+    assert meta_hashes(table).to_pylist() == [meta_hash(r) for r in table.to_pylist()] == table["meta_hash"].to_pylist()
     # read by hand from adilet/rus/K1500000414.html: the Labour Code of 23.11.2015 № 414-V; article 100's
     # footnote names the amending law of 04.05.2020 № 321-VI
     by_id = {m["path"]: m for m in metadata_dicts(table) if m["doc_id"] == "k1500000414" and m["language"] == "rus"}
