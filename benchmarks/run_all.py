@@ -22,7 +22,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 SIZES: dict[str, dict[str, list[str]]] = {
     "default": {
-        "bench_extract.py": ["--rounds", "3"],
+        "bench_extract.py": ["--rounds", "10"],
         "bench_reextract.py": ["--docs", "400", "--articles", "50"],
         "bench_langchain.py": ["--chunks", "20000"],
         "bench_lookup.py": ["--chunks", "50000", "--docs", "1000", "--open-sizes", "5000", "50000"],

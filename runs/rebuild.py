@@ -126,16 +126,44 @@ def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[di
     return sorted(entries.values(), key=lambda e: chunk_order(e.doc_id)), rejects
 
 
+GROUP_CHUNKS = 2_048  # chunks held as Python rows before they become one Arrow table
+Item = tuple[Entry, list[Document], dict[str, Any], list[dict[str, Any]]]  # an entry, its documents, row, chunks
+
+
 def _rows_and_chunks(
     entries: list[Entry], documents: DocumentStore, run_id: str, out: Path
 ) -> tuple[pa.Table, list[dict[str, Any]]]:
     """Each entry's row and chunks, built from its documents loaded one entry at a time; chunks are written
-    to ``out`` as they come. One document's odd content rejects that document only."""
+    to ``out`` as they come. One document's odd content rejects that document only.
+
+    Rows become Arrow a group of entries at a time (up to :data:`GROUP_CHUNKS` chunks): one conversion per
+    group, where one per entry cost ~2 ms each (0.8 s of a 20 000-chunk build). A group that does not
+    convert is converted again entry by entry, so only the entries that fail are rejected."""
     rows: list[dict[str, Any]] = []
     rejects: list[dict[str, Any]] = []
 
+    def refuse(item: Item, exc: Exception) -> None:
+        entry, headers, *_ = item
+        for document in headers:
+            reason = f"cannot be stored: {type(exc).__name__}: {exc}"
+            rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
+                                   error=type(exc).__name__))  # fmt: skip
+
+    def converted(group: list[Item]) -> pa.Table:
+        try:
+            table_from_rows([row for _, _, row, _ in group], REGISTRY_SCHEMA, "registry")
+            table = table_from_rows([c for *_, found in group for c in found], CHUNK_SCHEMA, "chunks")
+        except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
+            if len(group) == 1:
+                refuse(group[0], exc)
+                return CHUNK_SCHEMA.empty_table()
+            return pa.concat_tables([converted([item]) for item in group])  # find the entries at fault
+        rows.extend(row for _, _, row, _ in group)
+        return table
+
     def chunks() -> Iterator[pa.Table]:
-        pending: list[pa.Table] = []
+        group: list[Item] = []
+        size = 0
         for entry in entries:
             headers = entry.documents
             entry.documents = [documents.load(d.source_file) for d in headers]
@@ -143,13 +171,8 @@ def _rows_and_chunks(
                 row = registry_row(entry)
                 found = sorted((c for d in entry.documents for c in chunk_document(entry.doc_id, d)),
                                key=lambda c: str(c["chunk_id"]))  # fmt: skip
-                table_from_rows([row], REGISTRY_SCHEMA, "registry")
-                checked = table_from_rows(found, CHUNK_SCHEMA, "chunks")
             except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
-                for document in headers:
-                    reason = f"cannot be stored: {type(exc).__name__}: {exc}"
-                    rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
-                                           error=type(exc).__name__))  # fmt: skip
+                refuse((entry, headers, {}, []), exc)
                 continue
             finally:
                 entry.documents = headers  # the texts are let go
@@ -157,13 +180,13 @@ def _rows_and_chunks(
             if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
                 rejects.append(_reject(run_id, "chunk", clash[1], entry.doc_id, clash[0], error="DuplicateChunk"))
                 continue
-            rows.append(row)
-            pending.append(checked)
-            if sum(t.num_rows for t in pending) >= STREAM_ROWS:
-                yield pa.concat_tables(pending)
-                pending = []
-        if pending:
-            yield pa.concat_tables(pending)
+            group.append((entry, headers, row, found))
+            size += len(found)
+            if size >= GROUP_CHUNKS:
+                yield converted(group)
+                group, size = [], 0
+        if group:
+            yield converted(group)
 
     write_parquet_stream(chunks(), out, CHUNK_SCHEMA, "chunks")
     return table_from_rows(rows, REGISTRY_SCHEMA, "registry"), rejects

@@ -239,3 +239,35 @@ def test_validate_refuses_an_index_that_does_not_hold_what_was_written(tmp_path:
     assert current_version(home) is None
     again = run([SAMPLE], home)
     assert again.status == "published" and _index_ids(home) == _published(home)
+
+
+def test_a_document_whose_chunks_break_the_contract_is_rejected_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunks become Arrow a group of documents at a time; when one document's chunks do not fit the chunk
+    contract, only that document is rejected (naming its file and the reason) and the rest of its group is
+    published with all their chunks."""
+    import runs.rebuild
+
+    clean = run([SAMPLE], tmp_path / "clean")
+    registry = pq.read_table(published_file(tmp_path / "clean", "registry.parquet"), columns=["doc_id"])
+    victim = sorted(registry["doc_id"].to_pylist())[1]
+    real = runs.rebuild.chunk_document
+
+    def chunk_document(doc_id: str, document):  # type: ignore[no-untyped-def]
+        chunks = list(real(doc_id, document))
+        if doc_id == victim and chunks:
+            chunks[0] = chunks[0] | {"seq": "not a number"}
+        return chunks
+
+    monkeypatch.setattr(runs.rebuild, "chunk_document", chunk_document)
+    home = tmp_path / "home"
+    info = run([SAMPLE], home)
+    rejects = pq.read_table(published_file(home, "rejects.parquet")).to_pylist()
+    refused = [r for r in rejects if r["doc_id"] == victim]
+    assert refused and all(r["stage"] == "registry" and "cannot be stored" in r["reason"] for r in refused)
+    assert all(r["source_file"] for r in refused)
+    kept = _published(home)
+    assert not any(c.startswith(victim + ":") for c in kept)
+    assert kept == {c for c in _published(tmp_path / "clean") if not c.startswith(victim + ":")}
+    assert info.chunks == len(kept) < clean.chunks
