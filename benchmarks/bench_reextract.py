@@ -17,7 +17,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "scripts"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from common import line  # noqa: E402
 from corpus import WORDS  # noqa: E402  (the generator's word list; its own realistic corpus is corpus.py)
 from sample_adilet import adilet_page  # noqa: E402
 
@@ -99,13 +101,13 @@ def main() -> None:
         for page in corpus.glob("*.html"):
             page.write_text(page.read_text("utf-8").replace("Действующий", "Утративший силу"), "utf-8")
         metadata = timed("metadata-only re-run", None, home)
-    print(f"unchanged re-run / full build     = {unchanged / full:6.1%}  (goal ≤ 3%)")
-    print(f"metadata-only re-run / full build = {metadata / full:6.1%}  (goal ≤ 20%)")
-    index = full_stages.get("index", 0.0)
-    print(
-        f"raw Chroma upsert of the same records {raw:.1f} s vs zan's index stage {index:.1f} s: "
-        f"zan at {raw / index:.2f}× the ceiling (goal ≥ 0.9×)"
-    )
+    index, baseline = full_stages.get("index", 0.0), f"full build {full:.1f} s"
+    print(line("unchanged re-run / full build", f"{unchanged / full:.1%} ({unchanged:.1f} s)", baseline, "≤ 3%",
+               unchanged / full <= 0.03))  # fmt: skip
+    print(line("metadata-only re-run / full build", f"{metadata / full:.1%} ({metadata:.1f} s)", baseline, "≤ 20%",
+               metadata / full <= 0.20))  # fmt: skip
+    print(line("zan's index stage at × the raw upsert's speed", f"{raw / index:.2f}× ({index:.1f} s)",
+               f"raw Chroma upsert {raw:.1f} s", "≥ 0.9×", raw / index >= 0.9))  # fmt: skip
 
 
 if __name__ == "__main__":

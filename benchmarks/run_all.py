@@ -20,6 +20,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from common import line  # noqa: E402
+
 SIZES: dict[str, dict[str, list[str]]] = {
     "default": {
         "bench_extract.py": ["--rounds", "10"],
@@ -55,9 +59,12 @@ def main() -> int:
             failed.append(f"{script} exited {done.returncode}")
         goals += [f"{script}: {ln.strip()}" for ln in done.stdout.splitlines() if "goal" in ln]
         print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
-    print(f"\n== summary ({args.size} size, {time.perf_counter() - started:.0f} s)")
+    total = time.perf_counter() - started
+    print(f"\n== summary ({args.size} size, {total:.0f} s)")
     for goal in goals:
         print("  " + goal)
+    if args.size == "default":
+        print("  " + line("make bench at the default size", f"{total:.0f} s", "", "< 900 s", total < 900))
     if args.size == "tiny":
         print("  (tiny size: the suite ran end to end; its timings are too small to judge a goal)")
     for failure in failed:
