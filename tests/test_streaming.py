@@ -121,6 +121,9 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_memory.py"):
         assert f"{section}: " in summary and "goal" in summary, section
     assert "bench_langchain.py" in done.stdout
+    million = done.stdout[done.stdout.index("== bench_million.py") : done.stdout.index("== summary")]
+    assert "status published" in million and "peak RSS: zan" in million
+    assert "not_found" in million and "exact" in million  # the refusal, then the one law named by its id
 
 
 def _reference_classes(old: dict[str, tuple], new: dict[str, tuple], forced: set[str]) -> dict[str, list[str]]:
