@@ -15,12 +15,10 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet
 from lookup.errors import LookupProblem
@@ -29,6 +27,7 @@ from lookup.grammar import parse
 from lookup.hint import hint
 from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
+from lookup.published import PublishedChunks
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import check_home, published_dir, published_file, read_manifest
@@ -110,7 +109,7 @@ class Lookup:
         registry: RegistryIndex,
         collection: Any,
         embedder: Embedder,
-        published: dict[str, str] | None = None,
+        published: Mapping[str, str] | None = None,
         lineage: LineageIndex | None = None,
         opener: Callable[[], Any] | None = None,
     ) -> None:
@@ -266,13 +265,13 @@ def clean_query(query: str) -> str:
     return text
 
 
-def published_chunks(home: Path) -> dict[str, str] | None:
-    """chunk_id → text_hash of the published version (None for data written before versions existed)."""
+def published_chunks(home: Path) -> PublishedChunks | None:
+    """chunk_id → text_hash of the published version, read on demand (None for data written before versions
+    existed)."""
     path = published_file(home, "enriched_chunks.parquet")
     if published_dir(home) is None or not path.exists():
         return None
-    table = pq.read_table(path, columns=["chunk_id", "text_hash"])
-    return dict(zip(table.column("chunk_id").to_pylist(), table.column("text_hash").to_pylist(), strict=True))
+    return PublishedChunks(path)
 
 
 def route(query: str, home: Path = Path("data"), chroma_url: str | None = None, k_per_doc: int = 5) -> RouteResult:
