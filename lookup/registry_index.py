@@ -219,8 +219,9 @@ class RegistryIndex:
             by_registration = self.by_registration.get(ident.number or "", ())
             if by_registration:
                 return Match(ident, by_registration)
-        found = [d for d in same_number if self._order_agrees(self.docs[d], ident)]
-        near = tuple(d for d in same_number if d not in found)
+        agrees = [self._order_agrees(self.docs[d], ident) for d in same_number]
+        found = [d for d, yes in zip(same_number, agrees, strict=True) if yes]
+        near = tuple(d for d, yes in zip(same_number, agrees, strict=True) if not yes)
         reason = None if found else ("нет документа с этим номером" if not near else "номер есть, реквизиты другие")
         return Match(ident, tuple(found), near=near, reason=reason)
 
