@@ -2,7 +2,11 @@
 
 Chroma's rules (measured in DESIGN.md) shape it: no None values, no empty lists, lists capped in length,
 dates as ISO strings. The hash covers every field but the text's own hash, so equal hashes mean no write:
-the join computes it once per chunk and the diff compares it with what the index holds.
+the join computes it once per chunk (the ``meta_hash`` column) and the diff compares it with what the index
+holds. The index does not store it: a reader recomputes it from the record's own metadata
+(:func:`meta_hash` of what Chroma returns), so what is compared is what the index really holds, and a
+metadata-only update sends one key less (measured: 20 000 updates of one changed key 1.2-1.4 s, of that key
+and a stored hash 1.5-1.7 s).
 """
 
 from __future__ import annotations
@@ -46,9 +50,8 @@ METADATA_FIELDS = (
     "repealed_by",
     "repealed_on",
     "text_hash",
-    "meta_hash",
 )
-HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f not in ("text_hash", "meta_hash"))
+HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f != "text_hash")
 
 
 def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,7 +102,9 @@ def metadata_dicts(table: pa.Table) -> list[dict[str, Any]]:
 
 
 def meta_hash(row: Mapping[str, Any]) -> str:
-    """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write."""
+    """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write.
+    ``row`` is an enriched chunk row or the metadata Chroma returns for the record: the same hash when the
+    index holds what the row says (keys zan does not own are not hashed)."""
     return _digest(chunk_metadata({k: row.get(k) for k in HASHED_FIELDS}))
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.metadata import METADATA_FIELDS
+from enrich.metadata import METADATA_FIELDS, meta_hash
 from enrich.storage import iter_parquet
 from runs.build import Scope
 from runs.changes import (
@@ -280,7 +280,7 @@ def _read_back(state: RunState, changes: ChangeSet, chunks: int) -> list[str]:
     wanted = _written_sample(state.tables_folder() / "enriched_chunks.parquet", changes, written)
     sample = sorted(wanted)
     got = collection.get(ids=sample, include=["metadatas"])
-    found = {i: ((m or {}).get("text_hash"), (m or {}).get("meta_hash"))
+    found = {i: ((m or {}).get("text_hash"), meta_hash(m or {}))  # the hash of what the record really holds
              for i, m in zip(got["ids"], got["metadatas"], strict=True)}  # fmt: skip
     bad = [i for i in sample if found.get(i) != wanted.get(i)]
     problems = [f"{len(bad)} of {len(sample)} written chunks read back do not match: {bad[:5]}"] if bad else []

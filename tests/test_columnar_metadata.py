@@ -29,7 +29,7 @@ EDGES = [
     _row(1, doc_title="", code_articles=[], article_labels=["Статья 1"], date_approved=dt.date(2015, 11, 23)),
     _row(2, doc_title="Трудовой кодекс", code_articles=list(range(LIST_CAP + 7)), annex=0, status="active"),
     _row(3, article_labels=["", "Статья 2"], point_labels=[], last_amended=dt.date(2024, 1, 5), issuer=None),
-    _row(4, amended_by=["Z2400000001"], repealed_on=dt.date(2026, 1, 1), meta_hash="ab", text_hash="cd"),
+    _row(4, amended_by=["Z2400000001"], repealed_on=dt.date(2026, 1, 1), text_hash="cd"),
 ]
 
 

@@ -214,7 +214,7 @@ def test_a_home_that_is_a_file_is_refused(tmp_path: Path) -> None:
     assert done.returncode != 0 and "empty" in done.stderr and "Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("tamper", ["metadata", "record"])
+@pytest.mark.parametrize("tamper", ["metadata", "title", "record"])
 def test_validate_refuses_an_index_that_does_not_hold_what_was_written(tmp_path: Path, tamper: str) -> None:
     """Between index and publish, a written record is changed or removed behind the run's back: validate
     refuses to publish (ValidationFailed), nothing is published, and the next run converges."""
@@ -230,6 +230,8 @@ def test_validate_refuses_an_index_that_does_not_hold_what_was_written(tmp_path:
         collection = open_client(home / "chroma").get_collection(COLLECTION)
         if tamper == "metadata":
             collection.update(ids=["k1500000414:art156:0"], metadatas=[{"text_hash": "not-what-was-written"}])
+        elif tamper == "title":  # a field zan owns, changed by another writer: the hash is of what it holds
+            collection.update(ids=["k1500000414:art156:0"], metadatas=[{"doc_title": "Другой документ"}])
         else:
             collection.delete(ids=["k1500000414:art156:0"])
         with pytest.raises(ValidationFailed, match="read back do not match|the index holds"):
@@ -271,3 +273,21 @@ def test_a_document_whose_chunks_break_the_contract_is_rejected_alone(
     assert not any(c.startswith(victim + ":") for c in kept)
     assert kept == {c for c in _published(tmp_path / "clean") if not c.startswith(victim + ":")}
     assert info.chunks == len(kept) < clean.chunks
+
+
+def test_the_index_holds_no_stored_hash_and_an_older_one_is_ignored(tmp_path: Path) -> None:
+    """The metadata hash is recomputed from what a record holds, never stored. An index written by an older
+    zan (records with a ``meta_hash`` key of their own), read back after an interrupted run, still diffs as
+    unchanged: only the fields zan owns are hashed."""
+    from runs.changes import DIRTY
+
+    home = tmp_path / "home"
+    run([SAMPLE], home)
+    collection = open_client(home / "chroma").get_collection(COLLECTION)
+    got = collection.get(include=["metadatas"])
+    assert got["ids"] and not any("meta_hash" in m for m in got["metadatas"])
+    collection.update(ids=got["ids"], metadatas=[{"meta_hash": "written-by-an-older-zan"}] * len(got["ids"]))
+    (home / DIRTY).write_text("an interrupted run\n", "utf-8")  # the next run reads the index itself back
+    again = run(None, home)
+    assert (again.status, again.metadata_changed, again.vector_writes, again.metadata_writes) == ("unchanged", 0, 0, 0)
+    assert _index_ids(home) == _published(home)

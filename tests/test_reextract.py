@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from enrich.metadata import meta_hash
 from enrich.query import connect
 from lookup.route import Lookup
 from runs.pipeline import RunOptions, ShrinkRefused, rollback, run
@@ -49,7 +50,7 @@ def _published(home: Path) -> dict[str, tuple[str, str]]:
 
 def _index(home: Path) -> dict[str, tuple[str, str]]:
     got = open_client(home / "chroma").get_collection(COLLECTION).get(include=["metadatas"])
-    return {i: (m["text_hash"], m["meta_hash"]) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
+    return {i: (m["text_hash"], meta_hash(m)) for i, m in zip(got["ids"], got["metadatas"], strict=True)}
 
 
 def _doc_chunks(home: Path, doc_id: str) -> set[str]:

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.metadata import METADATA_FIELDS, chunk_metadata, metadata_columns, metadata_dicts
+from enrich.metadata import METADATA_FIELDS, chunk_metadata, meta_hash, metadata_columns, metadata_dicts
 from schemas.errors import TransientError
 from vectors.embed import Embedder
 
@@ -53,7 +53,8 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
 
 
 def index_state(collection: Any) -> pa.Table:
-    """What the collection holds now: chunk_id, text_hash, meta_hash, read page by page."""
+    """What the collection holds now: chunk_id, text_hash and the hash of the metadata it holds (recomputed
+    from the record's metadata: the index does not store it), read page by page."""
     pages: list[pa.Table] = []
     offset = 0
     while True:
@@ -61,7 +62,7 @@ def index_state(collection: Any) -> pa.Table:
         metas = [m or {} for m in page["metadatas"]]
         pages.append(pa.table({"chunk_id": pa.array(page["ids"], pa.string()),
                                "text_hash": pa.array([m.get("text_hash") for m in metas], pa.string()),
-                               "meta_hash": pa.array([m.get("meta_hash") for m in metas], pa.string())}))  # fmt: skip
+                               "meta_hash": pa.array([meta_hash(m) for m in metas], pa.string())}))  # fmt: skip
         if len(page["ids"]) < BATCH * 10:
             return pa.concat_tables(pages)
         offset += len(page["ids"])
