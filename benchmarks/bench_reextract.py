@@ -25,6 +25,8 @@ from common import line, zan_run  # noqa: E402
 from corpus import WORDS  # noqa: E402  (the generator's word list; its own realistic corpus is corpus.py)
 from sample_adilet import adilet_page  # noqa: E402
 
+GOAL_CHUNKS = 100_000  # the size the issue sets the re-run goals at
+
 
 def article_text(doc: int, article: int) -> str:
     words = [WORDS[(doc * 7 + article * 13 + k * 5) % len(WORDS)] for k in range(80)]
@@ -104,10 +106,16 @@ def main() -> None:
             page.write_text(page.read_text("utf-8").replace("Действующий", "Утративший силу"), "utf-8")
         metadata = timed("metadata-only re-run", None, home)
     index, baseline = full_stages.get("index", 0.0), f"full build {full:.1f} s"
-    print(line("unchanged re-run / full build", f"{unchanged / full:.1%} ({unchanged:.1f} s)", baseline, "≤ 3%",
-               unchanged / full <= 0.03))  # fmt: skip
-    print(line("metadata-only re-run / full build", f"{metadata / full:.1%} ({metadata:.1f} s)", baseline, "≤ 20%",
-               metadata / full <= 0.20))  # fmt: skip
+    # The re-run goals are the issue's, at 100 000 chunks: below that a run's fixed cost (interpreter start,
+    # imports, the embedded index's health check: ~1.3 s) weighs more than the work, so the ratio is printed
+    # and not judged.
+    judged = args.docs * args.articles >= GOAL_CHUNKS
+    print(line("unchanged re-run / full build", f"{unchanged / full:.1%} ({unchanged:.1f} s)", baseline,
+               "≤ 3% @100k", unchanged / full <= 0.03 if judged else None))  # fmt: skip
+    print(line("metadata-only re-run / full build", f"{metadata / full:.1%} ({metadata:.1f} s)", baseline,
+               "≤ 20% @100k", metadata / full <= 0.20 if judged else None))  # fmt: skip
+    if not judged:
+        print(f"    (re-run ratios judged at ≥ {GOAL_CHUNKS:,} chunks: --docs 2000 --articles 50)")
     print(line("zan's index stage at × the raw upsert's speed", f"{raw / index:.2f}× ({index:.1f} s)",
                f"raw Chroma upsert {raw:.1f} s", "≥ 0.9×", raw / index >= 0.9))  # fmt: skip
 
