@@ -133,6 +133,7 @@ def format_audit(audit: Audit) -> str:
             f"{d.annex_articles:>5} {d.quoted:>4} {len(d.out_of_sequence):>4} {d.unexplained:>4}  "
             f"{', '.join(d.missing) or '-'}"
         )
+        lines += [f"  ! {d.doc_id}: {notice}" for notice in d.notices]
     summary = audit.as_dict()
     lines.append(
         f"{len(audit.documents)} documents; {summary['files_rejected']} files rejected; "

@@ -39,8 +39,9 @@ def parse_adilet_html(text: str, source_file: str) -> Document:
         raise ExtractError(source_file, "no <article> body: not an adilet document page")
     adilet_id, language = _identity(text, root, source_file)
     requisites = _header(root, adilet_id, language)
+    notices: list[str] = []
     try:
-        units, tally = build(body_lines(article))
+        units, tally = build(body_lines(article, notices))
     except TooDeep as exc:
         raise ExtractError(source_file, str(exc)) from exc
     if not units:
@@ -51,6 +52,7 @@ def parse_adilet_html(text: str, source_file: str) -> Document:
         requisites.status = "repealed"
     document = Document(requisites=requisites, units=units, source_file=source_file, language=language)
     document.headings = tally
+    document.notices += notices
     if requisites.status is None:
         requisites.status = "unknown"
         document.notices.append("no status label on the page; status set to unknown")

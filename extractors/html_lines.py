@@ -5,7 +5,10 @@
   starts a new one («РАЗДЕЛ 1.<br>Глава 1.»), else it continues («ДОГОВОР<br>между …»).
 - A line whose every normative word is bold is a marked heading; a bold lead that is an article heading
   («<b>Статья 1.</b> Внести …») becomes a heading line and a text line.
-- Editorial notes (``class="note"``, red ``<font>``) are kept apart as note lines, never mixed into text.
+- Editorial notes (``class="note"``, red ``<font>``) are kept apart as note lines, never mixed into text. A
+  note that does not close (``<span class="note">`` left open) would take the rest of the page with it: a
+  note ends at the first heading or heading-like block inside it (an article, a section, a chapter), and the
+  cut is reported (:attr:`Lines.cuts`), so no article is ever read as a note.
 - A table row is one line, its cells joined by `` | ``.
 - ``<sup>`` right after a digit is an article sub-number: «Статья 21<sup>1</sup>» reads «Статья 21-1».
 - Comments, scripts and styles are never text.
@@ -20,7 +23,7 @@ from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
 
 from extractors.model import ExtractError
-from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines
+from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines, structural_rank
 from schemas.errors import ZanError
 from schemas.identifiers import normalize_space
 
@@ -38,6 +41,9 @@ class _Piece:
     text: str
     bold: bool
     note: bool
+
+
+Note = _Element | None  # the element that opened the note the walk is inside, or None outside notes
 
 
 def is_note(el: _Element) -> bool:
@@ -61,6 +67,9 @@ class _Collector:
         self.lines: list[Line] = []
         self.pieces: list[_Piece] = []
         self.depth = 0
+        self.cut: set[int] = set()  # ids of note elements that were cut at a heading inside them
+        self.cuts: list[str] = []  # the headings they were cut at
+        self._kept: list[_Element] = []
 
     def add(self, text: str | None, bold: bool, note: bool) -> None:
         if text:
@@ -104,27 +113,47 @@ class _Collector:
         if notes.strip():
             self.lines.append(Line(notes, note=True))
 
-    def content(self, el: _Element, bold: bool, note: bool) -> None:
+    def content(self, el: _Element, bold: bool, note: Note) -> None:
         pieces = self.pieces
         if el.text:
-            pieces.append(_Piece(el.text, bold, note))
+            pieces.append(_Piece(el.text, bold, note is not None))
         self.depth += 1
         if self.depth > MAX_DEPTH:
             raise TooDeep(f"markup nested deeper than {MAX_DEPTH} elements")
         for child in el:
+            if note is not None and (id(note) in self.cut or self._ends_note(child, note)):
+                note = None  # the rest of this element is the document's text again
             self.child(child, bold, note)
             if child.tail:
-                self.pieces.append(_Piece(child.tail, bold, note))
+                self.pieces.append(_Piece(child.tail, bold, note is not None and id(note) not in self.cut))
         self.depth -= 1
 
-    def child(self, el: _Element, bold: bool, note: bool) -> None:
+    def _ends_note(self, el: _Element, note: _Element) -> bool:
+        """True when ``el``, inside a note, shows that the note did not close: a heading (or a block opening
+        an article or a section) inside any note, or any block inside an inline note (a ``<span>`` cannot
+        hold a paragraph: the parser nested what follows an unclosed one). Only the first characters are
+        read."""
+        tag = el.tag.lower() if el.tag.__class__ is str else ""
+        if tag not in _HEADINGS and tag not in _BLOCKS and tag != "table":
+            return False
+        lead = normalize_space(_lead(el))
+        inline = str(note.tag).lower() not in _BLOCKS and str(note.tag).lower() not in _HEADINGS
+        if not lead or not (inline or tag in _HEADINGS or match_article(lead) or structural_rank(lead) is not None):
+            return False
+        self.cut.add(id(note))
+        self._kept.append(note)  # keeps the proxy alive, so its id is never reused for another element
+        self.cuts.append(lead[:80])
+        return True
+
+    def child(self, el: _Element, bold: bool, note: Note) -> None:
         tag = el.tag
         if tag.__class__ is not str:  # a comment or a processing instruction: never text
             return
         tag = tag.lower()
         if tag in _SKIP:
             return
-        note = note or is_note(el)
+        if note is None and is_note(el):
+            note = el
         if tag == "br":
             self.flush()
         elif tag in _HEADINGS:
@@ -142,7 +171,7 @@ class _Collector:
         else:
             self.content(el, bold or tag in _BOLD, note)
 
-    def heading(self, el: _Element, note: bool) -> None:
+    def heading(self, el: _Element, note: Note) -> None:
         inner = _Collector()
         inner.content(el, False, note)
         inner.flush()
@@ -150,15 +179,15 @@ class _Collector:
         self.lines += [Line(h, heading=True) for h in split_heading_lines(parts)]
         self.lines += [line for line in inner.lines if line.note]
 
-    def table(self, el: _Element, note: bool) -> None:
+    def table(self, el: _Element, note: Note) -> None:
         for row in el.xpath("./tr|./tbody/tr|./thead/tr|./tfoot/tr"):
             cells = [_cell_text(c) for c in row if isinstance(c.tag, str) and c.tag in ("td", "th")]
             text = " | ".join(c for c in cells if c)
             if text:
-                self.lines.append(Line(text, note=note or is_editorial_note(text)))
+                self.lines.append(Line(text, note=note is not None or is_editorial_note(text)))
 
-    def sup(self, el: _Element, bold: bool, note: bool) -> None:
-        text = normalize_space(el.text_content())
+    def sup(self, el: _Element, bold: bool, origin: Note) -> None:
+        text, note = normalize_space(el.text_content()), origin is not None
         before = self.pieces[-1].text.rstrip() if self.pieces else ""
         if text.isdigit() and before[-1:].isdigit():
             self.pieces[-1].text = before
@@ -170,7 +199,7 @@ class _Collector:
 def _cell_text(cell: _Element) -> str:
     """A table cell's text on one line: its own line breaks («Президент<br>Республики Казахстан») become spaces."""
     inner = _Collector()
-    inner.content(cell, False, False)
+    inner.content(cell, False, None)
     inner.flush()
     return normalize_space(" ".join(line.text for line in inner.lines))
 
@@ -182,12 +211,26 @@ def _leading_bold(pieces: list[_Piece]) -> Iterator[_Piece]:
         yield piece
 
 
-def body_lines(body: _Element) -> list[Line]:
-    """The lines of ``body`` (an ``<article>`` or any container) in document order."""
+def body_lines(body: _Element, notices: list[str] | None = None) -> list[Line]:
+    """The lines of ``body`` (an ``<article>`` or any container) in document order. A note cut at a heading
+    it would have swallowed is reported in ``notices`` (the document's, which the audit shows)."""
     collector = _Collector()
-    collector.content(body, False, is_note(body))
+    collector.content(body, False, body if is_note(body) else None)
     collector.flush()
+    if notices is not None:
+        notices += [f"an editorial note did not close: it was ended at «{lead}»" for lead in collector.cuts]
     return collector.lines
+
+
+def _lead(el: _Element, size: int = 120) -> str:
+    """The first ``size`` or so characters of ``el``'s text (never the whole subtree's)."""
+    out: list[str] = []
+    for text in el.itertext():
+        out.append(text)
+        size -= len(text)
+        if size <= 0:
+            break
+    return "".join(out)
 
 
 def parse_html(text: str, source_file: str) -> _Element:

@@ -244,7 +244,7 @@ def enrich_version(
         for r in orphans.to_pylist()
     ]
     rebuilt_ids = set(rebuilt.registry.column("doc_id").to_pylist())
-    failed = {r["source_file"] for r in rejects if r["stage"] == "extract"}
+    failed = failed_files(rejects)
     carried = _carried(scope, previous, rebuilt_ids, rebuilt.reused, failed)
     folder = previous.folder if previous else None
     registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
@@ -255,6 +255,13 @@ def enrich_version(
     registry = with_replacements(registry, lineage)
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
+
+
+def failed_files(rejects: list[dict[str, Any]]) -> set[str]:
+    """The source files that failed this run at any stage (not read, no identity, not storable, a duplicate
+    chunk…): the documents they published before are kept as they were. A file set aside for a stronger
+    file of the same act (``Displaced``) did not fail: the act is built from the winner."""
+    return {r["source_file"] for r in rejects if r["source_file"] and r.get("error") != "Displaced"}
 
 
 def combine_files(

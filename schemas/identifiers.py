@@ -89,7 +89,8 @@ def canonical_law_number(raw: str) -> str | None:
     if not m:
         return None
     roman = fold_lookalikes(m.group(2)).upper()
-    return f"{int(m.group(1))}-{roman}" if _ROMAN.match(roman) else None
+    number = plain_digits(m.group(1))
+    return f"{number}-{roman}" if _ROMAN.match(roman) and number is not None else None
 
 
 def canonical_order_number(raw: str) -> str:
@@ -115,13 +116,26 @@ def canonical_article_label(raw: str) -> str:
     text = fold_dashes(raw.strip())
     suffix = re.search(r"(bis|ter|quater)\s*$", text, re.IGNORECASE)
     parts = re.split(r"\s*-\s*", text[: suffix.start()].strip() if suffix else text)
-    label = "-".join(str(int(p)) for p in parts if p.isdigit())
+    label = "-".join(p.lstrip("0") or "0" for p in parts if p.isdigit() and p.isascii())
     return label + suffix.group(1).lower() if suffix else label
+
+
+MAX_NUMBER_DIGITS = 12  # no act, article or convocation number is longer; a longer run of digits is not one
+
+
+def plain_digits(text: str) -> str | None:
+    """ASCII digits without leading zeros (``0042`` → ``42``), or None when ``text`` is not a number of at most
+    :data:`MAX_NUMBER_DIGITS` digits. Never ``int()`` of what a file says: Python refuses to convert more than
+    4 300 digits, and a note naming such a «number» must not fail the document it is in."""
+    if not (text.isascii() and text.isdigit()) or len(text) > MAX_NUMBER_DIGITS:
+        return None
+    return text.lstrip("0") or "0"
 
 
 def article_order(label: str | None) -> tuple[int, ...]:
     """How article labels sort: «20» < «20-1» < «21» < «100»; a label with no number sorts last."""
-    return tuple(int(p) for p in (label or "").split("-") if p.isdigit()) or (10**9,)
+    parts = [p[:MAX_NUMBER_DIGITS] for p in (label or "").split("-") if p.isascii() and p.isdigit()]
+    return tuple(int(p) for p in parts) or (10**9,)
 
 
 def article_number(label: str) -> int | None:

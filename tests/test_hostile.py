@@ -319,3 +319,140 @@ def test_conflicting_requisites_are_in_the_run_report(hostile_run) -> None:  # t
     report = json.loads((dirty / "versions" / "v000001" / "report.json").read_text("utf-8"))
     conflicts = report["extraction"]["conflicts"]
     assert any(c["doc_id"] == "v2400035612" and "order_number 211 (kept) vs 2119" in c["reason"] for c in conflicts)
+
+
+# --- issue 23: what a hostile file or query must never do to what is already published ---------------------
+
+LAW_224 = "adilet/rus/Z1400000224.html"  # a real law of 10 articles with notes (shared corpus)
+
+
+def _law_224_with(tmp_path: Path, edit: Callable[[str], str]) -> tuple[Path, Path, str]:
+    """A source folder holding the real law 224-V (published once, unchanged), a home, and the page text;
+    ``edit`` is applied to the page for the second run."""
+    from tests.conftest import corpus_file
+
+    page = corpus_file(LAW_224)
+    src = tmp_path / "src" / "adilet" / "rus"
+    src.mkdir(parents=True)
+    shutil.copy(SAMPLE / "adilet/rus/V2400035612.html", src / "V2400035612.html")
+    target = src / page.name
+    text = page.read_text("utf-8")
+    target.write_text(text, "utf-8")
+    home = tmp_path / "home"
+    assert run([tmp_path / "src"], home).status == "published"
+    target.write_text(edit(text), "utf-8")
+    return tmp_path / "src", home, text
+
+
+def _articles(home: Path, doc_id: str) -> list[str]:
+    with connect(home) as con:
+        rows = con.sql(f"SELECT DISTINCT unnest(list_concat(article_labels, annex_articles)) FROM chunks "
+                       f"WHERE doc_id = '{doc_id}'").fetchall()  # fmt: skip
+    return sorted((str(r[0]) for r in rows), key=int)
+
+
+def test_a_note_naming_a_5000_digit_number_does_not_fail_its_act(tmp_path: Path) -> None:
+    note = ('<p class="note">Сноска. Статья 1 с изменениями, внесенными Законом РК от 01.01.2020 № '
+            + "9" * 5000 + '-VI (вводится в действие с 01.01.2021).</p>')  # fmt: skip
+
+    def edit(text: str) -> str:
+        at = text.index("</p>", text.index("Статья 1</h3>")) + 4
+        return text[:at] + note + text[at:]
+
+    src, home, _ = _law_224_with(tmp_path, edit)
+    info = run([src], home)
+    assert info.status == "published" and info.deleted == 0 and info.rejected == 0
+    assert _articles(home, "z1400000224") == [str(n) for n in range(1, 11)]
+
+
+def test_an_act_that_fails_at_the_registry_stage_keeps_its_published_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever makes one act fail after extraction (here: building its registry row raises), the act stays
+    published exactly as before, the run publishes the rest, and the rejects say why."""
+    import runs.rebuild
+
+    src, home, _ = _law_224_with(tmp_path, lambda text: text.replace("Статья 10</h3>", "Статья 10</h3><p>Новое.</p>"))
+    before = _articles(home, "z1400000224")
+    real = runs.rebuild.registry_row
+
+    def failing(entry):  # type: ignore[no-untyped-def]
+        if entry.doc_id == "z1400000224":
+            raise ValueError("a fault no test foresaw")
+        return real(entry)
+
+    monkeypatch.setattr(runs.rebuild, "registry_row", failing)
+    info = run([src], home)
+    assert info.status in ("published", "unchanged") and info.deleted == 0
+    assert _articles(home, "z1400000224") == before
+    with connect(home) as con:
+        reasons = con.sql("SELECT stage, reason FROM rejects WHERE doc_id = 'z1400000224'").fetchall()
+    assert reasons and all(s == "registry" and "a fault no test foresaw" in r for s, r in reasons)
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [
+        pytest.param(lambda p: p.write_bytes(b""), id="extract: emptied"),
+        pytest.param(lambda p: (p.unlink(), p.symlink_to("/etc/passwd")), id="discover: a link out of the folder"),
+    ],
+)
+def test_an_act_whose_file_breaks_at_any_stage_stays_published(tmp_path: Path, broken: Callable[[Path], None]) -> None:
+    src, home, _ = _law_224_with(tmp_path, lambda text: text)
+    before = _articles(home, "z1400000224")
+    broken(src / LAW_224)
+    info = run([src], home)
+    assert info.deleted == 0 and _articles(home, "z1400000224") == before
+
+
+def test_an_unclosed_note_is_cut_at_the_next_heading_and_reported(tmp_path: Path) -> None:
+    """`<span class="note">` left open before article 2: without the cut, articles 2–10 became note text."""
+
+    def edit(text: str) -> str:
+        at = text.rindex("<p", 0, text.index("Статья 2</h3>"))
+        return text[:at] + '<span class="note">Сноска. Статья 1 с изменениями' + text[at:]
+
+    src, home, _ = _law_224_with(tmp_path, edit)
+    info = run([src], home)
+    assert info.status == "published" and info.deleted == 0
+    assert _articles(home, "z1400000224") == [str(n) for n in range(1, 11)]
+    from enrich.audit import audit_home, format_audit
+
+    audit = audit_home(home)
+    law = next(d for d in audit.documents if d.doc_id == "z1400000224")
+    assert any("did not close" in n for n in law.notices)
+    assert "did not close" in format_audit(audit)
+
+
+@pytest.mark.parametrize(
+    ("sql", "refused"),
+    [
+        ("EXPLAIN ANALYZE COPY (SELECT * REPLACE ('repealed' AS status) FROM registry) TO '{registry}'", "EXPLAIN"),
+        ("EXPLAIN SELECT 1", "EXPLAIN"),
+        ("PRAGMA version", "PRAGMA"),
+        ("CALL pragma_version()", "CALL"),
+        ("SELECT * FROM read_parquet('{registry}')", "Permission"),
+        ("SELECT repeat('x', 100000) FROM range(20000)", "bytes"),
+    ],
+)
+def test_zan_sql_writes_nothing_and_bounds_its_output(sample_run, sql: str, refused: str) -> None:  # type: ignore[no-untyped-def]
+    from enrich.query import QueryError, run_sql
+
+    _, home = sample_run
+    registry = published_file(home, "registry.parquet")
+    before = registry.read_bytes()
+    for fmt in ("table", "json", "csv"):
+        with pytest.raises(QueryError, match=refused):
+            run_sql(home, sql.replace("{registry}", str(registry)), fmt)
+    assert registry.read_bytes() == before
+
+
+def test_zan_sql_escapes_control_characters_in_every_format(sample_run) -> None:  # type: ignore[no-untyped-def]
+    from enrich.query import run_sql
+
+    _, home = sample_run
+    sql = "SELECT '\x1b[31mred\x1b[0m' || chr(155) || '\u202e' AS s, [chr(27)] AS l FROM registry LIMIT 1"
+    for fmt in ("table", "json", "csv"):
+        out = run_sql(home, sql, fmt)
+        assert not any(ch in out for ch in "\x1b\x9b\u202e"), (fmt, out)
+    assert json.loads(run_sql(home, sql, "json"))[0] == {"s": "\x1b[31mred\x1b[0m\x9b\u202e", "l": ["\x1b"]}
