@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.metadata import METADATA_FIELDS, meta_hash
+from enrich.metadata import METADATA_FIELDS, meta_hash, metadata_columns
 from enrich.storage import iter_parquet
 from runs.build import Scope
 from runs.changes import (
@@ -37,6 +37,7 @@ from vectors.index import (
     LazyClient,
     WriteResult,
     collection_embedder,
+    delete_ids,
     get_collection,
     index_state,
     update_table,
@@ -141,6 +142,9 @@ def stream_changes(
     ):
         kind = classes.column("class")
         upserts = table.filter(pc.is_in(kind, value_set=embed_classes))
+        # an upsert merges metadata into the record it replaces (a key the chunk no longer has would stay):
+        # a record whose text changed is deleted first, so it is written whole
+        replaced = table.filter(pc.equal(kind, ChangeClass.TEXT_CHANGED.value)).column("chunk_id").to_pylist()
         # an update compares metadata only: no text is turned into Python strings for it
         updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value)).select(list(HELD_COLUMNS))
         old = take_rows(held_rows, updates.num_rows, carry) if held else None
@@ -151,6 +155,7 @@ def stream_changes(
             known.add(fresh)
             embedded += len(fresh)
         with timed(clock, "index"):
+            delete_ids(collection, replaced)
             vector_writes += upsert_table(collection, upserts, vectors, step, lambda: failpoint("index"))
             metadata_writes += update_table(collection, updates, old, step)
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
@@ -268,13 +273,14 @@ def validate(state_path: Path | str) -> RunInfo:
 
 
 READ_BACK = 1000  # written records read back by validate: all of a small run, an even sample of a large one
+READ_BACK_PER_KIND = 25  # and at least this many of every kind of write (see :func:`_written_sample`)
 
 
 def _read_back(state: RunState, changes: ChangeSet, chunks: int) -> list[str]:
     """The index must hold exactly the version's chunks plus those still to be deleted after the publish, and
     the written chunks read back with the hashes they were written with: every one of a run that wrote up to
-    :data:`READ_BACK`, an even sample of a larger one (reading every record back cost a quarter of a
-    metadata-only re-run)."""
+    :data:`READ_BACK`, a sample of a larger one that no kind of write escapes (reading every record back cost
+    a quarter of a metadata-only re-run)."""
     collection = LazyClient(Path(state.home), state.chroma_url).collection()
     written, deleted = changes.count(*WRITTEN), changes.count(ChangeClass.DELETED)
     wanted = _written_sample(state.tables_folder() / "enriched_chunks.parquet", changes, written)
@@ -290,21 +296,45 @@ def _read_back(state: RunState, changes: ChangeSet, chunks: int) -> list[str]:
 
 
 def _written_sample(path: Path, changes: ChangeSet, written: int) -> dict[str, tuple[str | None, str | None]]:
-    """chunk_id → (text_hash, meta_hash) of every ``step``-th written chunk and the last (an even sample of at
-    most about :data:`READ_BACK`), read a batch at a time beside the classes."""
+    """chunk_id → (text_hash, meta_hash) of the written chunks to read back: every record a write replaced
+    (``text_changed``: where a key the chunk lost could have been left behind), every ``step``-th of the rest
+    and the last (an even sample of at most about :data:`READ_BACK`), and the first
+    :data:`READ_BACK_PER_KIND` of every kind of write (its class and the metadata keys the chunk does *not*
+    have), so no kind goes unread however rare. Read a batch at a time beside the classes."""
     step, seen = max(1, written // READ_BACK), 0
     written_classes = pa.array([str(c) for c in WRITTEN], pa.string())
+    kinds: dict[tuple[str, ...], int] = {}
+    columns = ["chunk_id", "text_hash", "meta_hash", *dict.fromkeys(METADATA_FIELDS)]
     out: dict[str, tuple[str | None, str | None]] = {}
-    for table, classes in lockstep(
-        sorted_chunks(path, ["chunk_id", "text_hash", "meta_hash"], BLOCK), changes.wanted()
-    ):
-        rows = table.filter(pc.is_in(classes.column("class"), value_set=written_classes))
+    for table, classes in lockstep(sorted_chunks(path, columns, BLOCK), changes.wanted()):
+        picked = pc.is_in(classes.column("class"), value_set=written_classes)
+        rows, kind_of = table.filter(picked), _kinds(table.filter(picked), classes.filter(picked))
         at = np.arange(seen, seen + rows.num_rows)
-        rows = rows.filter(pa.array((at % step == 0) | (at == written - 1)))
+        chosen = (at % step == 0) | (at == written - 1)
+        chosen |= np.asarray(kind_of_class(classes.filter(picked), ChangeClass.TEXT_CHANGED))
+        for n, kind in enumerate(kind_of):
+            kinds[kind] = kinds.get(kind, 0) + 1
+            chosen[n] |= kinds[kind] <= READ_BACK_PER_KIND
+        rows = rows.filter(pa.array(chosen)).select(["chunk_id", "text_hash", "meta_hash"])
         seen += len(at)
         for chunk_id, text, meta in zip(*(rows.column(c).to_pylist() for c in rows.column_names), strict=True):
             out[str(chunk_id)] = (text, meta)
     return out
+
+
+def kind_of_class(classes: pa.Table, kind: ChangeClass) -> np.ndarray:
+    return np.asarray(pc.equal(classes.column("class"), kind.value).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _kinds(rows: pa.Table, classes: pa.Table) -> list[tuple[str, ...]]:
+    """Each row's kind of write: its class, then the metadata keys it lacks (null in Chroma's form)."""
+    columns = metadata_columns(rows)
+    absent = {name: column.is_null().to_numpy(zero_copy_only=False) for name, column in columns.items()}
+    missing = [name for name in METADATA_FIELDS if name not in columns]
+    return [
+        (str(kind), *missing, *(name for name, nulls in absent.items() if nulls[n]))
+        for n, kind in enumerate(classes.column("class").to_pylist())
+    ]
 
 
 def _index_before(

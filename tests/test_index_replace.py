@@ -1,0 +1,67 @@
+"""A record a run writes again carries exactly the chunk's metadata (Chroma's upsert merges it into the old
+record's: a key the chunk lost stayed), and validation's read-back finds a left-behind key however large the
+run (issue 23, case 6)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runs.errors import ValidationFailed
+from runs.pipeline import run
+from vectors.index import COLLECTION, open_client
+
+
+def _page(points: bool, extra_articles: int = 0) -> str:
+    """An order whose last article opens пункты «1.» and «2.» (or, without ``points``, the same article with
+    plain paragraphs: other text, and no ``point_labels``)."""
+    last = 1 + extra_articles
+    body = "".join(f"<p><b>Статья {n}. Статья</b></p><p>Текст статьи {n}.</p>" for n in range(1, last))
+    body += f"<p><b>Статья {last}. Пункты</b></p>"
+    body += "<p>1. Первый пункт.</p><p>2. Второй пункт.</p>" if points else "<p>Первый абзац.</p><p>Второй абзац.</p>"
+    return (
+        "<html><head><title>Әділет</title></head><body><div class='container_alpha slogan'><h1>О пунктах</h1>"
+        "<span class='status status_new'>Новый</span><p>Приказ Министра финансов Республики Казахстан от 1 марта"
+        " 2024 года № 77</p></div><article>" + body + "</article></body></html>"
+    )
+
+
+def _write(src: Path, points: bool, extra: int = 0) -> None:
+    folder = src / "adilet" / "rus"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "V2499077777.html").write_text(_page(points, extra), "utf-8")
+
+
+def _metadata(home: Path, chunk_id: str) -> dict[str, object]:
+    got = open_client(home / "chroma").get_collection(COLLECTION).get(ids=[chunk_id], include=["metadatas"])
+    return dict(got["metadatas"][0] or {})
+
+
+def test_a_rewritten_record_loses_the_keys_its_chunk_no_longer_has(tmp_path: Path) -> None:
+    src, home = tmp_path / "src", tmp_path / "home"
+    _write(src, points=True)
+    assert run([src], home).status == "published"
+    assert _metadata(home, "v2499077777:art1:0")["point_labels"] == ["1", "2"]
+    _write(src, points=False)
+    info = run([src], home)
+    assert info.status == "published" and info.text_changed == 1
+    assert "point_labels" not in _metadata(home, "v2499077777:art1:0")
+
+
+def test_validation_reads_back_every_replaced_record_in_a_run_larger_than_its_sample(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without the delete before the write, the merged record keeps ``point_labels``; the run rewrites 61
+    records, far more than the even sample of 5 reads back, and validation still refuses to publish."""
+    import runs.indexing
+    from runs.state import RunOptions
+
+    src, home = tmp_path / "src", tmp_path / "home"
+    _write(src, points=True, extra=60)
+    assert run([src], home).status == "published"
+    _write(src, points=False, extra=60)
+    monkeypatch.setattr(runs.indexing, "delete_ids", lambda collection, ids: 0)  # the merge comes back
+    monkeypatch.setattr(runs.indexing, "READ_BACK", 5)
+    with pytest.raises(ValidationFailed, match="read back do not match.*art61:0"):
+        run([src], home, options=RunOptions(force_reembed=True))
