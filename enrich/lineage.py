@@ -17,13 +17,14 @@ import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
 from extractors.amendments import amendments
 from extractors.model import Document
-from extractors.notes import NOTE_START, Relation, parse_note
+from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, parse_note, parse_note_counted
 from extractors.reference import code_by_title
 from schemas.arrow import LINEAGE_SCHEMA, conform
 from schemas.kinds import DOC_TYPES, as_doc_type
@@ -84,20 +85,39 @@ def amends_of(documents: Iterable[Document]) -> list[dict[str, Any]]:
     ][:2000]
 
 
-def lineage_table(chunks: pa.Table, registry: pa.Table) -> pa.Table:
+@dataclass(frozen=True)
+class Overflow:
+    """A note that states more relations than :data:`extractors.notes.MAX_RELATIONS` (the first were kept)."""
+
+    doc_id: str
+    chunk_id: str
+    source_file: str | None
+    stated: int
+
+    @property
+    def reason(self) -> str:
+        return (f"an editorial note of {self.chunk_id} states {self.stated} relations; the first {MAX_RELATIONS} "
+                "were kept in the lineage")  # fmt: skip
+
+
+def lineage_table(chunks: pa.Table, registry: pa.Table) -> tuple[pa.Table, list[Overflow]]:
     """One ``LINEAGE_SCHEMA`` row per relation in the version's notes and per article operation its amending
-    acts state, acting and amended acts resolved in ``registry`` when it holds them."""
+    acts state, acting and amended acts resolved in ``registry`` when it holds them; and the notes that
+    stated more relations than one note may (each kept to its first :data:`MAX_RELATIONS`)."""
     resolve = _resolver(registry)
     rows = []
+    overflows = []
     columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
     for chunk_id, doc_id, language, notes, source in zip(*(chunks.column(c).to_pylist() for c in columns), strict=True):
         for n, line in enumerate((notes or "").split("\n")):
             if not NOTE_START.match(line):
                 continue
-            for r in parse_note(line):
-                rows.append(_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)))
+            relations, stated = parse_note_counted(line)
+            if stated > len(relations):
+                overflows.append(Overflow(doc_id, chunk_id, source, stated))
+            rows += [_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)) for r in relations]
     rows += _amending_rows(registry)
-    return conform(pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA), LINEAGE_SCHEMA, "lineage")
+    return conform(pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA), LINEAGE_SCHEMA, "lineage"), overflows
 
 
 def _amending_rows(registry: pa.Table) -> list[dict[str, Any]]:

@@ -18,11 +18,13 @@ date or words of entry into force). A note that states no relation («Приме
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import re
 from dataclasses import dataclass
 from typing import Literal
 
+from schemas.errors import ZanError
 from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
 from schemas.kinds import DocType
 
@@ -158,27 +160,46 @@ _EFFECT_DATE = re.compile(
 )
 
 
+MAX_RELATIONS = 2_000  # relations one note may state (acts × articles); the Labour Code's longest states 40
+
+
+class NoteTooLarge(ZanError, ValueError):
+    """A note states more relations than :data:`MAX_RELATIONS`; the first ones are kept, and the run lists
+    the note among its rejects with the count."""
+
+
 def parse_note(note: str) -> list[Relation]:
-    """The relations one note states (none for a note that is not lineage)."""
+    """The relations one note states (none for a note that is not lineage), at most :data:`MAX_RELATIONS`."""
+    return parse_note_counted(note)[0]
+
+
+def parse_note_counted(note: str) -> tuple[list[Relation], int]:
+    """The relations one note states (at most :data:`MAX_RELATIONS`) and how many it states in all. Linear in
+    the note's length: each clause's type words, Kazakh «…мен» words and «;» are found once, and each act
+    looks its type up among them."""
     text = fold_dashes(normalize_space(note))
     head = NOTE_START.match(text)
     if not head:
-        return []
+        return [], 0
     body = text[head.end() :]
     target = next(((t, m) for t in TARGETS if (m := t.pattern.match(body))), None)
     if target is None:
-        return []
+        return [], 0
     row, match = target
     labels = _labels(match)
     out: list[Relation] = []
+    total = 0
+    targets: list[str | None] = [*labels] or [None]
     for kind, clause in _clauses(body):
+        types = _ClauseTypes(clause)
         acts: list[re.Match[str] | None] = [*_ACT.finditer(clause)] or [None]
-        targets: list[str | None] = [*labels] or [None]
+        total += len(acts) * len(targets)
         for act in acts:
-            by_type = _type_of(clause, act)
-            for label in targets:
-                out.append(_relation(kind, row, match, label, by_type, act))
-    return out
+            if len(out) >= MAX_RELATIONS:
+                break
+            by_type = types.of(act)
+            out += [_relation(kind, row, match, label, by_type, act) for label in targets]
+    return out[:MAX_RELATIONS], total
 
 
 def _labels(match: re.Match[str]) -> list[str]:
@@ -205,19 +226,42 @@ def _clauses(body: str) -> list[tuple[RelationKind, str]]:
 _FORCE_OF_LAW = re.compile(r",?\s*имеющ\w*\s+силу\s+(?:конституционного\s+)?закона,?", re.I)
 
 
-def _type_of(clause: str, act: re.Match[str] | None) -> DocType | None:
-    """The act's type. Kazakh names it after the act («… № 414-V Кодексімен (…)», «… № 483-V (…) Заңымен»,
-    up to the next «;»); Russian before it: the last type word before the act («… статьей 204 Трудового
-    кодекса РК от …; законами РК от …»), else the first in the clause."""
-    if act is None:
-        return _first_type(clause)
-    if act.group("kz_type"):
-        return _first_type(act.group("kz_type"))
-    tail = clause[act.end() :].split(";", 1)[0]
-    if re.search(r"[А-ЯЁӘҒҚҢӨҰҮҺІа-яёәғқңөұүһі]+(?:мен|бен|пен)\b", tail):
-        return _first_type(tail)
-    before = [(m.start(), kind) for kind, p in _TYPE_WORDS for m in p.finditer(clause, 0, act.start())]
-    return max(before)[1] if before else _first_type(clause)
+_KZ_INSTRUMENTAL = re.compile(r"[А-ЯЁӘҒҚҢӨҰҮҺІа-яёәғқңөұүһі]+(?:мен|бен|пен)\b")
+
+
+class _ClauseTypes:
+    """Where a clause names act types, found once: an act's type is then a lookup, not a scan of the clause.
+
+    Kazakh names the type after the act («… № 414-V Кодексімен (…)», «… № 483-V (…) Заңымен», up to the next
+    «;»); Russian before it: the last type word before the act («… статьей 204 Трудового кодекса РК от …;
+    законами РК от …»), else the first in the clause."""
+
+    def __init__(self, clause: str) -> None:
+        self.clause = clause
+        found = sorted((m.start(), kind) for kind, p in _TYPE_WORDS for m in p.finditer(clause))
+        self.starts = [start for start, _ in found]
+        self.kinds = [kind for _, kind in found]
+        self.semicolons = [m.start() for m in re.finditer(";", clause)]
+        self.instrumental = [m.start() for m in _KZ_INSTRUMENTAL.finditer(clause)]
+
+    def of(self, act: re.Match[str] | None) -> DocType | None:
+        """The type of ``act`` (None: the clause's first type word, for a clause that names no act)."""
+        if act is not None and act.group("kz_type"):
+            return _first_type(act.group("kz_type"))
+        if act is None or not self.kinds:
+            return self.kinds[0] if self.kinds else None
+        end = act.end()
+        stop = self._next(self.semicolons, end, len(self.clause))
+        if self._next(self.instrumental, end, stop) < stop:  # a Kazakh type word after the act, before «;»
+            at = bisect.bisect_left(self.starts, end)
+            return self.kinds[at] if at < len(self.starts) and self.starts[at] < stop else None
+        before = bisect.bisect_left(self.starts, act.start())
+        return self.kinds[before - 1] if before else self.kinds[0]
+
+    @staticmethod
+    def _next(positions: list[int], start: int, default: int) -> int:
+        at = bisect.bisect_left(positions, start)
+        return positions[at] if at < len(positions) else default
 
 
 def _first_type(text: str) -> DocType | None:

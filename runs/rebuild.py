@@ -251,7 +251,9 @@ def enrich_version(
     chunks = combine_files(folder, "chunks", carried, rebuilt.chunks, out, CHUNK_SCHEMA)
     enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
     joined.unlink(missing_ok=True)
-    lineage = lineage_table(_noted(chunks), registry)  # the whole version's: acting acts resolve in its registry
+    lineage, overflows = lineage_table(_noted(chunks), registry)  # the whole version's: acts resolve in it
+    rejects += [_reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
+                for o in overflows]  # fmt: skip
     registry = with_replacements(registry, lineage)
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)

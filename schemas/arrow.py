@@ -156,7 +156,7 @@ LINEAGE_SCHEMA = pa.schema(
 REJECT_SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
-        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, chunk, enrich, index
+        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, chunk, enrich, lineage, index
         pa.field("source_file", pa.string()),
         pa.field("doc_id", pa.string()),
         pa.field("chunk_id", pa.string()),

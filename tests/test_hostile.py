@@ -456,3 +456,46 @@ def test_zan_sql_escapes_control_characters_in_every_format(sample_run) -> None:
         out = run_sql(home, sql, fmt)
         assert not any(ch in out for ch in "\x1b\x9b\u202e"), (fmt, out)
     assert json.loads(run_sql(home, sql, "json"))[0] == {"s": "\x1b[31mred\x1b[0m\x9b\u202e", "l": ["\x1b"]}
+
+
+def _note(acts: int, articles: int = 1) -> str:
+    labels = ", ".join(str(n) for n in range(1, articles + 1))
+    named = "; ".join(f"от {1 + n % 28:02d}.01.20{10 + n % 10} № {n + 1}-VI (вводится в действие с 01.01.2021)"
+                      for n in range(acts))  # fmt: skip
+    return f"Сноска. Статьи {labels} с изменениями, внесенными законами РК {named}."
+
+
+def test_a_note_is_parsed_in_time_linear_in_its_length() -> None:
+    import time
+
+    from extractors.notes import parse_note
+
+    def cpu(note: str) -> float:
+        started = time.process_time()
+        parse_note(note)
+        return time.process_time() - started
+
+    small, large = _note(400), _note(2000)  # 29 KB and 120 KB: quadratic took 0.9 s and 15 s
+    ratio = min(cpu(large) for _ in range(3)) / max(min(cpu(small) for _ in range(3)), 1e-4)
+    assert len(parse_note(large)) == 2000 and ratio < 12, ratio  # ×5 length: linear ≈ ×5, quadratic ≈ ×25
+
+
+def test_a_note_stating_too_many_relations_is_bounded_and_rejected_never_aborts_the_run(tmp_path: Path) -> None:
+    """«Статьи 1…600» changed by 600 acts: 360 000 relations (the run died at 7.3 GB); now the first
+    MAX_RELATIONS are kept, the note is a reject that says so, and the run publishes."""
+    from extractors.notes import MAX_RELATIONS
+
+    note = f'<p class="note">{_note(600, 600)}</p>'
+
+    def edit(text: str) -> str:
+        at = text.index("</p>", text.index("Статья 1</h3>")) + 4
+        return text[:at] + note + text[at:]
+
+    src, home, _ = _law_224_with(tmp_path, edit)
+    info = run([src], home)
+    assert info.status == "published" and info.deleted == 0
+    with connect(home) as con:
+        rows = con.sql("SELECT count(*) FROM lineage WHERE doc_id = 'z1400000224'").fetchall()[0]
+        rejects = con.sql("SELECT stage, reason FROM rejects WHERE error = 'NoteTooLarge'").fetchall()
+    assert MAX_RELATIONS <= rows[0] < MAX_RELATIONS + 100
+    assert rejects == [("lineage", rejects[0][1])] and "states 360000 relations" in rejects[0][1]
