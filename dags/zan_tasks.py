@@ -7,8 +7,10 @@ Paths, not data, travel through XCom: the run's state file, shard files, the rep
 Settings (environment of the workers; defaults fit the docker-compose deployment):
 ``ZAN_HOME`` data directory (/opt/zan/data) · ``ZAN_SOURCES`` source folders, ``:``-separated ·
 ``ZAN_LANDING`` landing zone of the fetcher · ``ZAN_FETCH_IDS`` adilet ids to fetch, comma-separated ·
-``ZAN_FETCH_RSS`` an RSS index URL · ``ZAN_ADILET_URL`` site root · ``ZAN_CHROMA_URL`` Chroma server (else
-embedded under ZAN_HOME) · ``ZAN_EMBEDDER`` ``hash`` or ``st:/models/bge-m3`` · ``ZAN_SHARDS`` extract shards.
+``ZAN_FETCH_RSS`` an RSS index URL · ``ZAN_SOURCE_ROOTS`` more folders a backfill's ``sources`` may name (it
+may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZAN_ADILET_URL`` site root ·
+``ZAN_CHROMA_URL`` Chroma server (else embedded under ZAN_HOME) ·
+``ZAN_EMBEDDER`` ``hash`` or ``st:/models/bge-m3`` · ``ZAN_SHARDS`` extract shards.
 """
 
 from __future__ import annotations
@@ -82,6 +84,7 @@ def plan(fetched: dict[str, Any] | None = None) -> list[str]:
     """Take the lease and plan the run (scope, files to read, shards); returns one ``state#shard`` reference
     per shard (at least one). Params, when the DAG has them, scope the run."""
     from runs import stages
+    from runs.build import confined_sources
     from runs.state import RunOptions
 
     params = get_current_context()["params"]
@@ -93,7 +96,8 @@ def plan(fetched: dict[str, Any] | None = None) -> list[str]:
         allow_shrink=bool(params.get("allow_shrink", False)),
     )
     scoped = [str(p) for p in params.get("sources") or []]
-    chosen = [Path(p) for p in scoped] if scoped else ([] if options.only or options.since else sources())
+    roots = sources([p for p in setting("ZAN_SOURCE_ROOTS").split(os.pathsep) if p])
+    chosen = terminal(confined_sources, scoped, roots) if scoped else [] if options.only or options.since else sources()
     state = terminal(
         stages.begin, home(), chosen, options, setting("ZAN_CHROMA_URL") or None,
         setting("ZAN_EMBEDDER", "hash"), int(setting("ZAN_SHARDS", "4")),

@@ -4,6 +4,10 @@
   (``If-None-Match`` / ``If-Modified-Since`` from the last fetch), so an unchanged page costs a 304.
 - Retries (tenacity) only for transient failures: 429 (honouring ``Retry-After``), 5xx, timeouts, connection
   errors and truncated bodies, with exponential backoff. A 404 or another 4xx is terminal.
+- Bounded against a hostile or broken server: a body over ``max_bytes`` (``ZAN_MAX_FILE_MB``, as the
+  extractors bound files) is refused as it streams in, never held whole; an act has one deadline
+  (``deadline`` seconds) for all its pages and retries, so a server that trickles one byte at a time cannot
+  hold a fetch for ever; redirects are followed only within the site (same scheme, host and port).
 - Landing zone: every body is stored once under ``objects/<sha256[:2]>/<sha256>`` (written to a temporary
   file, then renamed: never half-written, never duplicated); the page a re-extract reads is
   ``adilet/<lang>/<ID>.html`` (a hard link to its object, replaced atomically) with a sidecar
@@ -28,6 +32,7 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from extractors.discover import max_file_bytes
 from extractors.files import atomic_write
 from schemas.errors import ZanError
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
@@ -36,10 +41,15 @@ BASE_URL = "https://adilet.zan.kz"
 LANGUAGES = ("rus", "kaz")
 USER_AGENT = "zan/0.1 (+identifier-aware ETL for legal retrieval; polite: 1 req/s, conditional requests)"
 _ADILET_ID = re.compile(rf"/docs/({ADILET_ID})", re.IGNORECASE)
+MAX_REDIRECTS = 5
 
 
 class FetchError(ZanError):
     """A page that cannot be fetched (404, another 4xx, or transient failures past the last retry)."""
+
+
+class FetchTimedOut(FetchError):
+    """The act's deadline passed (a server that trickles bytes or keeps failing); terminal for this round."""
 
 
 class NotFound(FetchError):
@@ -86,11 +96,18 @@ class Fetcher:
         max_wait: float = 60.0,
         client: httpx.Client | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        max_bytes: int | None = None,
+        deadline: float = 300.0,
     ) -> None:
         self.landing, self.base_url = Path(landing), base_url.rstrip("/")
         self.min_interval, self.attempts, self.backoff, self.max_wait = min_interval, attempts, backoff, max_wait
-        self.client = client or httpx.Client(timeout=timeout, follow_redirects=True, headers={"User-Agent": USER_AGENT})
+        self.client = client or httpx.Client(
+            timeout=timeout, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+        )
         self.sleep = sleep
+        self.max_bytes = max_bytes if max_bytes is not None else max_file_bytes()
+        self.deadline = deadline
+        self._until = float("inf")  # the current act's deadline (monotonic clock)
         self._last_request = 0.0
         self.requests = 0
         self.missing: list[str] = []
@@ -112,6 +129,7 @@ class Fetcher:
         if not re.fullmatch(ADILET_ID, wanted):  # an id names a file in the landing zone: never a path
             raise FetchError(f"{adilet_id[:80]!r} is not an adilet id (like V2400035612 or K070000212_)")
         adilet_id = wanted
+        self._until = time.monotonic() + self.deadline
         landed = []
         for lang in languages:
             if lang not in LANGUAGES:
@@ -131,6 +149,7 @@ class Fetcher:
 
     def index_ids(self, rss_url: str) -> list[str]:
         """Adilet ids linked from an RSS index (new and changed acts), in feed order, without repeats."""
+        self._until = time.monotonic() + self.deadline
         body = self._get_with_retries(rss_url, {}).content.decode("utf-8", errors="replace")
         return list(dict.fromkeys(m.group(1).upper() for m in _ADILET_ID.finditer(body)))
 
@@ -177,16 +196,22 @@ class Fetcher:
     def _wait(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, TransientFetchError) and error.retry_after is not None:
-            return min(self.max_wait, error.retry_after)
-        return float(min(self.max_wait, self.backoff * 2 ** (state.attempt_number - 1)))
+            wait = min(self.max_wait, error.retry_after)
+        else:
+            wait = float(min(self.max_wait, self.backoff * 2 ** (state.attempt_number - 1)))
+        if time.monotonic() + wait > self._until:
+            raise FetchTimedOut(f"the fetch of this act ran over its {self.deadline:g} s deadline") from error
+        return wait
 
     def _get_once(self, url: str, headers: dict[str, str]) -> httpx.Response:
         self._polite_pause()
-        self.requests += 1
-        try:
-            response = self.client.get(url, headers=headers)
-        except (httpx.TimeoutException, httpx.TransportError) as exc:  # incl. bodies cut short by the server
-            raise TransientFetchError(f"{url}: {type(exc).__name__}: {exc}") from exc
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self._request(url, headers)
+            if response.status_code not in (301, 302, 303, 307, 308):
+                break
+            url = self._same_site(url, response.headers.get("Location", ""))
+        else:
+            raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
         if response.status_code == 429 or response.status_code >= 500:
             raise TransientFetchError(f"{url}: HTTP {response.status_code}", _retry_after(response))
         if response.status_code == 304:
@@ -199,6 +224,37 @@ class Fetcher:
         if expected is not None and expected.isdigit() and int(expected) != len(response.content):
             raise TransientFetchError(f"{url}: truncated body ({len(response.content)} of {expected} bytes)")
         return response
+
+    def _request(self, url: str, headers: dict[str, str]) -> httpx.Response:
+        """One GET, its body read as it streams in: over :attr:`max_bytes` or past the act's deadline, refused
+        before the rest arrives."""
+        self.requests += 1
+        if time.monotonic() > self._until:
+            raise FetchTimedOut(f"{url}: the fetch of this act ran over its {self.deadline:g} s deadline")
+        try:
+            with self.client.stream("GET", url, headers=headers) as response:
+                declared = response.headers.get("Content-Length", "")
+                if declared.isdigit() and int(declared) > self.max_bytes:
+                    raise FetchError(f"{url}: the body is {int(declared):,} bytes, over the {self.max_bytes:,} limit")
+                body = bytearray()
+                for block in response.iter_bytes():
+                    body += block
+                    if len(body) > self.max_bytes:
+                        raise FetchError(f"{url}: the body is over the {self.max_bytes:,} bytes limit")
+                    if time.monotonic() > self._until:
+                        raise FetchTimedOut(f"{url}: the fetch of this act ran over its {self.deadline:g} s deadline")
+                return httpx.Response(response.status_code, headers=response.headers, content=bytes(body),
+                                      request=response.request)  # fmt: skip
+        except (httpx.TimeoutException, httpx.TransportError) as exc:  # incl. bodies cut short by the server
+            raise TransientFetchError(f"{url}: {type(exc).__name__}: {exc}") from exc
+
+    def _same_site(self, url: str, location: str) -> str:
+        """The redirect target, when it stays on the site being fetched; another host is refused."""
+        target = httpx.URL(url).join(location)
+        base = httpx.URL(self.base_url)
+        if (target.scheme, target.host, target.port) != (base.scheme, base.host, base.port):
+            raise FetchError(f"{url}: redirect to {str(target)[:200]} refused (another site than {self.base_url})")
+        return str(target)
 
     def _polite_pause(self) -> None:
         wait = self._last_request + self.min_interval - time.monotonic()

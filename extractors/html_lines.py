@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TypeAlias
 
 from lxml import html as lxml_html
 from lxml.etree import ParserError, _Element
@@ -43,7 +44,7 @@ class _Piece:
     note: bool
 
 
-Note = _Element | None  # the element that opened the note the walk is inside, or None outside notes
+Note: TypeAlias = _Element | None  # the element that opened the note the walk is inside, or None outside notes
 
 
 def is_note(el: _Element) -> bool:

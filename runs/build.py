@@ -103,6 +103,20 @@ def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None
     return _widened(kind, files, roots, recorded, skipped, previous)
 
 
+def confined_sources(requested: list[str], roots: list[Path]) -> list[Path]:
+    """The folders a backfill asked for, each resolved (links followed) and required to lie under one of the
+    configured ``roots``: a request from outside (a DAG's Params) never names an arbitrary worker path."""
+    allowed = [r.resolve() for r in roots]
+    out = []
+    for raw in requested:
+        path = Path(raw).resolve()
+        if not any(path == root or path.is_relative_to(root) for root in allowed):
+            where = ", ".join(map(str, allowed)) or "none configured (ZAN_SOURCES, ZAN_SOURCE_ROOTS)"
+            raise RunError(f"source {raw[:200]!r} is outside the configured source roots: {where}")
+        out.append(path)
+    return out
+
+
 def _only_scope(only: tuple[str, ...], previous: Published | None, recorded: list[Path]) -> Scope:
     """``--only``: the source files the published version recorded for those documents."""
     if previous is None:

@@ -156,7 +156,7 @@ def test_a_terminal_error_fails_fast_and_keeps_the_published_version(
 ) -> None:
     src, home, url = deployment
     assert dagbag.get_dag("zan_reextract").test().state == "success"
-    empty = tmp_path / "empty"
+    empty = src / "empty"
     empty.mkdir()
     failed = dagbag.get_dag("zan_backfill").test(run_conf={"sources": [str(empty)]})
     assert failed.state == "failed"
@@ -165,6 +165,21 @@ def test_a_terminal_error_fails_fast_and_keeps_the_published_version(
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
     reports = [json.loads(p.read_text("utf-8")) for p in sorted((home / "runs").glob("*.json"))]
     assert reports[-1]["status"] == "failed" and "no source files under" in reports[-1]["error"]
+
+
+@pytest.mark.parametrize("outside", ["/etc", "{tmp}/elsewhere", "{src}/../elsewhere", "{src}/link-out"])
+def test_backfill_sources_are_confined_to_the_configured_roots(
+    dagbag: Any, deployment: tuple[Path, Path, str], tmp_path: Path, outside: str
+) -> None:
+    src, home, _ = deployment
+    (tmp_path / "elsewhere").mkdir(exist_ok=True)
+    (tmp_path / "elsewhere" / "x.json").write_text('{"_id": "1", "title": "t", "text": "t"}', "utf-8")
+    (src / "link-out").symlink_to(tmp_path / "elsewhere")
+    path = outside.format(tmp=tmp_path, src=src)
+    failed = dagbag.get_dag("zan_backfill").test(run_conf={"sources": [path]})
+    plan = next(ti for ti in failed.get_task_instances() if ti.task_id == "plan")
+    assert failed.state == "failed" and plan.state == "failed" and plan.try_number == 1
+    assert current_version(home) is None and not (home / ".lease").exists()  # nothing was read or written
 
 
 def test_airflow_dags_test_cli_as_the_readme_says(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import hashlib
 import http.server
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +46,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 self.wfile.flush()
                 self.close_connection = True
                 return None
+        if self.path in HOSTILE:
+            return HOSTILE[self.path](self)
         body = self._body()
         if body is None:
             return self._plain(404, b"no such act")
@@ -81,6 +83,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
 class _Server(http.server.ThreadingHTTPServer):
     faults: dict[str, list[str]]
+    other_port: int = 0
     log: list[tuple[str, dict[str, str]]]
 
     def handle_error(self, request: object, client_address: object) -> None:
@@ -207,3 +210,97 @@ def test_a_fetch_round_records_failures_and_goes_on(server: _Server, tmp_path: P
     offline = fetch_into_landing(tmp_path / "landing", ["V2400035612"], base_url=base, min_interval=0, backoff=0.01)
     assert offline.landed == 0 and offline.failed and "ConnectError" in offline.failed[0]["reason"]
     assert (tmp_path / "landing/adilet/rus/V2400035612.html").exists()  # what landed before is still there
+
+
+# --- a hostile server (issue 23, case 8): every answer bounded in bytes, time and where it may lead ----------
+
+
+def _huge(declared: bool) -> Callable[[_Handler], None]:
+    """A «1 GB» body sent a megabyte at a time, with or without saying its length up front."""
+
+    def send(handler: _Handler) -> None:
+        handler.send_response(200)
+        if declared:
+            handler.send_header("Content-Length", str(1 << 30))
+        handler.end_headers()
+        block = b"x" * (1 << 20)
+        try:
+            for _ in range(1024):
+                handler.wfile.write(block)
+        except OSError:  # the client hung up: what it should do
+            return
+        handler.close_connection = True
+
+    return send
+
+
+def _trickle(handler: _Handler) -> None:
+    """One byte every 0.2 s: each read is well inside the client's timeout, the whole never ends."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100000")
+    handler.end_headers()
+    try:
+        for _ in range(100_000):
+            handler.wfile.write(b"x")
+            handler.wfile.flush()
+            time.sleep(0.2)
+    except OSError:
+        return
+
+
+def _redirect(target: str) -> Callable[[_Handler], None]:
+    def send(handler: _Handler) -> None:
+        handler._plain(302, b"", {"Location": target.replace("{other}", str(handler.server.other_port))})
+
+    return send
+
+
+HOSTILE: dict[str, Callable[[_Handler], None]] = {
+    "/rus/docs/V2499000001": _huge(declared=True),
+    "/rus/docs/V2499000002": _huge(declared=False),
+    "/rus/docs/V2499000003": _trickle,
+    "/rus/docs/V2499000004": _redirect("http://127.0.0.1:{other}/secret"),
+    "/rus/docs/V2499000005": _redirect("/rus/docs/V2400035612"),
+}
+
+
+def _rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+@pytest.mark.parametrize("adilet_id", ["V2499000001", "V2499000002"])
+def test_a_body_over_the_limit_is_refused_as_it_streams_in(server: _Server, tmp_path: Path, adilet_id: str) -> None:
+    before = _rss_mb()
+    with (
+        _fetcher(server, tmp_path / "landing", max_bytes=8 << 20) as fetcher,
+        pytest.raises(FetchError, match="over the 8,388,608"),
+    ):
+        fetcher.fetch_act(adilet_id, languages=("rus",), info=False)
+    assert _rss_mb() - before < 200  # a 1 GB body held whole costs 1 GB or more
+    assert not (tmp_path / "landing" / "adilet").exists()
+
+
+def test_a_trickling_server_is_given_up_at_the_act_deadline(server: _Server, tmp_path: Path) -> None:
+    started = time.monotonic()
+    with _fetcher(server, tmp_path / "landing", deadline=2.0) as fetcher, pytest.raises(FetchError, match="deadline"):
+        fetcher.fetch_act("V2499000003", languages=("rus",), info=False)
+    assert time.monotonic() - started < 10  # 100 000 bytes at one per 0.2 s would take 5.5 hours
+
+
+def test_redirects_are_followed_only_within_the_site(server: _Server, tmp_path: Path) -> None:
+    other = _Server(("127.0.0.1", 0), _Handler)
+    other.faults, other.log = {}, []
+    threading.Thread(target=other.serve_forever, daemon=True).start()
+    server.other_port = other.server_address[1]
+    try:
+        with _fetcher(server, tmp_path / "landing") as fetcher:
+            with pytest.raises(FetchError, match="redirect to .* refused"):
+                fetcher.fetch_act("V2499000004", languages=("rus",), info=False)
+            landed = fetcher.fetch_act("V2499000005", languages=("rus",), info=False)
+    finally:
+        other.shutdown()
+        other.server_close()
+    assert other.log == []  # the other service was never asked
+    assert Path(landed[0].path).read_bytes() == (SAMPLE / "adilet/rus/V2400035612.html").read_bytes()

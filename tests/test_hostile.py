@@ -499,3 +499,19 @@ def test_a_note_stating_too_many_relations_is_bounded_and_rejected_never_aborts_
         rejects = con.sql("SELECT stage, reason FROM rejects WHERE error = 'NoteTooLarge'").fetchall()
     assert MAX_RELATIONS <= rows[0] < MAX_RELATIONS + 100
     assert rejects == [("lineage", rejects[0][1])] and "states 360000 relations" in rejects[0][1]
+
+
+def test_a_backfill_source_outside_the_configured_roots_is_refused_with_the_reason(tmp_path: Path) -> None:
+    from runs.build import confined_sources
+    from runs.errors import RunError
+
+    root, other = tmp_path / "root", tmp_path / "other"
+    (root / "adilet").mkdir(parents=True)
+    other.mkdir()
+    (root / "out").symlink_to(other)
+    assert confined_sources([str(root / "adilet"), str(root)], [root]) == [(root / "adilet").resolve(), root.resolve()]
+    for bad in ("/etc", str(other), str(root / ".." / "other"), str(root / "out")):
+        with pytest.raises(RunError, match="outside the configured source roots"):
+            confined_sources([bad], [root])
+    with pytest.raises(RunError, match="none configured"):
+        confined_sources([str(root)], [])
