@@ -19,6 +19,7 @@ from extractors.model import Document, Requisites
 from schemas.designations import parse_designation
 from schemas.errors import ZanError
 from schemas.identifiers import article_order, doc_id_from_adilet, order_key
+from schemas.text import is_clean_id
 
 
 class IdentityError(ZanError, ValueError):
@@ -26,7 +27,15 @@ class IdentityError(ZanError, ValueError):
 
 
 def doc_id_for(requisites: Requisites) -> str:
-    """The stable doc_id of a document, from the strongest identifier it has."""
+    """The stable doc_id of a document, from the strongest identifier it has; an id that would hold anything
+    but lower-case ASCII letters, digits, ``.``, ``_`` and ``-`` (a control character, a space) is refused."""
+    doc_id = _doc_id(requisites)
+    if not is_clean_id(doc_id):
+        raise IdentityError(f"the document's id {doc_id[:80]!r} holds characters an id cannot (only a-z 0-9 . _ -)")
+    return doc_id
+
+
+def _doc_id(requisites: Requisites) -> str:
     if requisites.adilet_id:
         return doc_id_from_adilet(requisites.adilet_id)
     if requisites.intl_org and requisites.intl_section:

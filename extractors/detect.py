@@ -20,6 +20,7 @@ from pathlib import Path
 from extractors.model import Document, ExtractError
 from schemas.designations import parse_designation
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
+from schemas.text import clean_text
 
 HEAD_BYTES = 64 * 1024
 
@@ -47,8 +48,9 @@ class Detection:
 
 
 def _decode(data: bytes, name: str) -> str:
+    """The file's text, cleaned as every input is (:func:`schemas.text.clean_text`)."""
     try:
-        return data.decode("utf-8-sig")
+        return clean_text(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
         raise ExtractError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 

@@ -18,6 +18,7 @@ from extractors.model import Document, ExtractError, Requisites
 from extractors.structure import Line, build_units
 from schemas.designations import Designation, parse_designation
 from schemas.identifiers import normalize_space
+from schemas.text import clean_text
 
 _TITLE_LINES = 6
 _CYRILLIC = re.compile(r"[А-Яа-яЁё]")
@@ -97,4 +98,4 @@ def parse_standard_pdf(data: bytes, source_file: str) -> Document:
         raise ExtractError(source_file, f"unreadable PDF: {exc}") from exc
     if not text.strip():
         raise ExtractError(source_file, "the PDF has no extractable text (scanned image?)")
-    return parse_standard_text(text, source_file)
+    return parse_standard_text(clean_text(text), source_file)

@@ -24,6 +24,7 @@ from extractors.structure import Line, build, count_heading_like, is_editorial_n
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
 from schemas.kinds import DocType
 from schemas.statuses import says_repealed, status_of
+from schemas.text import clean_text
 
 _LANGUAGE = {"ru": "rus", "rus": "rus", "kz": "kaz", "kk": "kaz", "kaz": "kaz", "en": "eng", "eng": "eng"}
 _ACT_TYPES: dict[str, DocType] = {
@@ -101,6 +102,8 @@ def _load(raw: str | bytes, source_file: str) -> dict[str, Any]:
             raise ExtractError(source_file, f"field {key!r} must be {wanted}, not {type(value).__name__}")
         if isinstance(value, str) and _has_surrogate(value):
             raise ExtractError(source_file, f"field {key!r} holds an unpaired surrogate (not valid Unicode text)")
+        if isinstance(value, str):
+            record[key] = clean_text(value)
     missing = [key for key in _REQUIRED if not record.get(key)]
     if record.get("_id") is None and record.get("code") is None:
         missing.append("_id")

@@ -1,19 +1,24 @@
-"""Chunks of known documents, fetched by metadata filter and ranked by embedding only inside them.
+"""Chunks of known documents, filtered by metadata and ranked by embedding only inside them.
 
-DESIGN.md measured Chroma 1.5.9: ``get(where={"doc_id": X})`` plus local cosine over the returned vectors
-is several times faster than ``query(where=…)``, whose filtered ANN search is the slow path. So a lookup
-does a ``get`` (by doc, and by article label when the query names one) and ranks locally with numpy.
-``benchmarks/bench_lookup.py`` measures the ratio on a generated 100k-chunk collection.
+A question that names documents is answered from the published version it was resolved on
+(:mod:`lookup.version`): the documents' chunk rows from the version's chunk file, narrowed to the named
+articles, sections or пункты, ranked by cosine against their stored vectors (:mod:`vectors.store`), the text
+read for the chunks returned. The index is not asked: it may hold another version's text for a chunk while a
+run writes. A question with no identifier is a plain nearest-neighbour search of the index
+(:func:`vector_search`), which keeps only records of the published version.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
+from enrich.chunking import LIST_CAP
+from lookup.version import Narrowing, VersionChunks
 from vectors.embed import Embedder
 
 
@@ -115,6 +120,57 @@ def fetch_chunks_by_doc_ids(
             kept[chunk.doc_id] = kept.get(chunk.doc_id, 0) + 1
             best.append(chunk)
     return best
+
+
+def rank_in_version(
+    chunks: VersionChunks,
+    doc_ids: Sequence[str],
+    narrowing: Narrowing,
+    query_vector: np.ndarray,
+    k_per_doc: int,
+    vectors: Callable[[list[str]], dict[str, np.ndarray]],
+    embed: Callable[[list[str]], np.ndarray],
+) -> list[Chunk]:
+    """The ``k_per_doc`` chunks of each document most similar to the query, best first overall, from one
+    version's rows. ``vectors(hashes)`` gives the stored vectors; a row whose text has none is embedded."""
+    rows = chunks.rows(doc_ids, narrowing)
+    if not rows.num_rows:
+        return []
+    hashes = [str(h) for h in rows.column("text_hash").to_pylist()]
+    stored = vectors(hashes)
+    missing = [n for n, h in enumerate(hashes) if h not in stored]
+    if missing:
+        lacking = rows.take(pa.array(missing, pa.int64()))
+        stored = stored | dict(zip([hashes[n] for n in missing], embed(chunks.texts(lacking)), strict=True))
+    scores = _cosine(np.stack([stored[h] for h in hashes]).astype(np.float32, copy=False), query_vector)
+    ids = rows.column("chunk_id").to_pylist()
+    docs = rows.column("doc_id").to_pylist()
+    order = sorted(range(len(ids)), key=lambda n: (-float(scores[n]), ids[n]))
+    kept: dict[str, int] = {}
+    best = []
+    for n in order:
+        if kept.get(docs[n], 0) < k_per_doc:
+            kept[docs[n]] = kept.get(docs[n], 0) + 1
+            best.append(n)
+    chosen = rows.take(pa.array(best, pa.int64()))
+    texts = chunks.texts(chosen)
+    return [
+        _row_chunk(row, text, float(scores[n])) for n, row, text in zip(best, chosen.to_pylist(), texts, strict=True)
+    ]
+
+
+def _row_chunk(row: dict[str, Any], text: str, score: float) -> Chunk:
+    """A chunk from a version row, shaped as the index's metadata would give it (lists capped, no empties)."""
+    return Chunk(
+        chunk_id=str(row["chunk_id"]),
+        doc_id=str(row["doc_id"]),
+        code_articles=[int(a) for a in (row["code_articles"] or [])[:LIST_CAP]],
+        article_labels=[str(a) for a in (row["article_labels"] or [])[:LIST_CAP]],
+        text=text,
+        score=score,
+        point_labels=tuple(str(p) for p in (row["point_labels"] or [])[:LIST_CAP]),
+        annex=int(row["annex"]) if row["annex"] is not None else None,
+    )
 
 
 def vector_search(

@@ -55,7 +55,11 @@ class LineageIndex:
 
     @classmethod
     def load(cls, home: Path) -> LineageIndex:
-        path = published_file(home, "lineage.parquet")
+        return cls.load_file(published_file(home, "lineage.parquet"))
+
+    @classmethod
+    def load_file(cls, path: Path) -> LineageIndex:
+        """One version's ``lineage.parquet`` (empty when the version has none)."""
         if not path.exists():
             return cls()
         import pyarrow.parquet as pq

@@ -27,7 +27,7 @@ class PublishedChunks(Mapping[str, str]):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._file = pq.ParquetFile(path, pre_buffer=False)
-        self._firsts = _first_ids(self._file)  # None: not in chunk id order, read whole
+        self._firsts = first_ids(self._file)  # None: not in chunk id order, read whole
         self._groups: OrderedDict[int, dict[str, str]] = OrderedDict()
 
     def __getitem__(self, chunk_id: str) -> str:
@@ -65,7 +65,7 @@ class PublishedChunks(Mapping[str, str]):
         return dict(zip(table.column("chunk_id").to_pylist(), table.column("text_hash").to_pylist(), strict=True))
 
 
-def _first_ids(file: pq.ParquetFile) -> list[str] | None:
+def first_ids(file: pq.ParquetFile) -> list[str] | None:
     """Each row group's smallest chunk id, when the groups are in chunk id order (each group's ids all
     before the next group's), else None. Only the minima are trusted: a statistic may be a shortened value,
     and a shortened minimum is still a lower bound."""

@@ -122,8 +122,12 @@ class RegistryIndex:
 
     @classmethod
     def load(cls, home: Path) -> RegistryIndex:
-        """Read ``HOME/registry.parquet`` into indices."""
-        path = published_file(home, "registry.parquet")
+        """Read the published ``registry.parquet`` under ``home`` into indices."""
+        return cls.load_file(published_file(home, "registry.parquet"), home)
+
+    @classmethod
+    def load_file(cls, path: Path, home: Path) -> RegistryIndex:
+        """Read one version's ``registry.parquet`` into indices."""
         if not path.exists():
             raise RegistryMissing(f"{path}: no registry published yet (run `zan run --home {home}` first)")
         return cls.from_rows(read_parquet(path, REGISTRY_SCHEMA, "registry").to_pylist())

@@ -10,30 +10,30 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
-import functools
 import os
-import re
 import shutil
 import tempfile
-from collections.abc import Callable, Mapping
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from enrich.storage import read_parquet
 from lookup.errors import LookupProblem
-from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, vector_search
+from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, vector_search
 from lookup.grammar import parse
 from lookup.hint import hint
 from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
-from lookup.published import PublishedChunks
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
+from lookup.version import Narrowing, Snapshot
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
-from schemas.published import check_home, published_dir, published_file, read_manifest
+from schemas.published import check_home, published_file
+from schemas.text import clean_text
 from vectors.embed import Embedder, make_embedder
 from vectors.index import COLLECTION, find_collection, open_client
 from vectors.repair import damaged_folder, rebuilt_copy
+from vectors.store import VectorStore
 
 
 @dataclass
@@ -46,6 +46,7 @@ class RouteResult:
     hint: str
     doc_ids: list[str] = field(default_factory=list)
     changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # an amending act → what it changed
+    version: str | None = None  # the published version every part of the answer comes from
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class RouteResult:
             "chunks": [c.as_dict() for c in self.chunks],
             "hint": self.hint,
             "changed": self.changed,
+            "version": self.version,
         }
 
 
@@ -73,9 +75,6 @@ def overall_status(matches: list[Match]) -> str:
     if "not_found" in statuses:
         return "partial"
     return "ambiguous" if "ambiguous" in statuses else "exact"
-
-
-Narrowing = tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...], bool]  # articles, sections, пункты, annex
 
 
 def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
@@ -95,34 +94,28 @@ def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
             points.update(p for p in match.points if p)
             annex.add(match.annex_only if match.points else True)
     return {
-        d: (tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p)), bool(p) and all(annex))
+        d: Narrowing(tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p)), bool(p) and all(annex))
         for d, (a, s, p, annex) in plan.items()
     }
 
 
 class Lookup:
-    """The registry indices, the Chroma collection and the embedder, opened once for many queries. The
-    collection (and chromadb with it) is opened on the first fetch: a refusal never pays for it."""
+    """Answers questions from one published version at a time, opened once for many questions.
 
-    def __init__(
-        self,
-        registry: RegistryIndex,
-        collection: Any,
-        embedder: Embedder,
-        published: Mapping[str, str] | None = None,
-        lineage: LineageIndex | None = None,
-        opener: Callable[[], Any] | None = None,
-    ) -> None:
-        self.registry, self.embedder = registry, embedder
-        self.published = published
-        self.lineage = lineage or LineageIndex()
-        self._collection, self._opener = collection, opener
+    Each question is answered from the version published when it was asked (:class:`Snapshot`): its
+    registry, lineage and chunks, never a mix. A reader kept open refreshes when ``CURRENT`` moves (one small
+    file read per question tells), so it never answers from a pruned or superseded version. The Chroma
+    collection (and chromadb with it) is opened only for a question with no identifier: a lookup by number
+    never touches the index."""
 
-    @property
-    def collection(self) -> Any:
-        if self._collection is None and self._opener is not None:
-            self._collection = self._opener()
-        return self._collection
+    def __init__(self, home: Path, embedder: Embedder, chroma_url: str | None = None,
+                 max_candidates: int = MAX_CANDIDATES) -> None:  # fmt: skip
+        self.home, self.embedder, self.chroma_url = home, embedder, chroma_url
+        self.max_candidates = max_candidates
+        self.store = VectorStore(home, embedder.id)
+        self._lock = threading.Lock()
+        self._snapshot = self._checked(Snapshot.open(home, max_candidates))
+        self._collection: Any = None
 
     @classmethod
     def open(
@@ -132,83 +125,119 @@ class Lookup:
         embedder: str | Embedder = "hash",
         max_candidates: int = MAX_CANDIDATES,
     ) -> Lookup:
-        """Open the published registry under ``home``; the index (embedded under HOME/chroma, or the Chroma
-        server at ``chroma_url``) opens on the first fetch. ``max_candidates``: documents listed for an article
-        named with no document. An index embedded by another embedder is refused here, from the manifest."""
+        """Open the version published under ``home``; the index (embedded under HOME/chroma, or the Chroma
+        server at ``chroma_url``) opens on the first question without an identifier. ``max_candidates``:
+        documents listed for an article named with no document. A version embedded by another embedder is
+        refused, naming both."""
         home = check_home(home, writable=False)
-        registry = RegistryIndex.load(home)
-        registry.max_candidates = max_candidates
         embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
-        folder = published_dir(home)
-        if chroma_url is None and folder is not None:
-            _same_embedder(read_manifest(folder).embedder, embed)
-        opener = functools.partial(_open_collection, home, chroma_url, embed)
-        return cls(registry, None, embed, published_chunks(home), LineageIndex.load(home), opener)
+        return cls(home, embed, chroma_url, max_candidates)
+
+    def snapshot(self) -> Snapshot:
+        """The version to answer from: the one held, or the newly published one when ``CURRENT`` moved."""
+        held = self._snapshot
+        if held.is_current():
+            return held
+        with self._lock:
+            if not self._snapshot.is_current():
+                self._snapshot = self._checked(Snapshot.open(self.home, self.max_candidates))
+            return self._snapshot
+
+    def _checked(self, snapshot: Snapshot) -> Snapshot:
+        if snapshot.embedder is not None:
+            _same_embedder(snapshot.embedder, self.embedder, f"version {snapshot.version}")
+        return snapshot
+
+    @property
+    def registry(self) -> RegistryIndex:
+        return self.snapshot().registry
+
+    @property
+    def lineage(self) -> LineageIndex:
+        return self.snapshot().lineage
+
+    @property
+    def collection(self) -> Any:
+        if self._collection is None:
+            self._collection = _open_collection(self.home, self.chroma_url, self.embedder)
+        return self._collection
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
     ) -> list[Chunk]:
-        return self._fetch(doc_ids, query, k_per_doc, tuple(articles or ()), (), None)
+        vector = self.embedder.embed([query])[0]
+        return self._fetch(self.snapshot(), doc_ids, vector, k_per_doc, Narrowing(tuple(articles or ())))
 
-    def _fetch(
-        self, docs: list[str], query: str, k_per_doc: int, articles: tuple[str, ...], sections: tuple[str, ...],
-        vector: Any, points: tuple[str, ...] = (), in_annex: bool = False,
-    ) -> list[Chunk]:  # fmt: skip
-        return fetch_chunks_by_doc_ids(
-            docs, query, k_per_doc, articles, collection=self.collection, embedder=self.embedder,
-            query_vector=vector, published=self.published, sections=sections, points=points, in_annex=in_annex,
-        )  # fmt: skip
+    def _fetch(self, snap: Snapshot, docs: list[str], vector: Any, k_per_doc: int, narrowing: Narrowing) -> list[Chunk]:
+        if snap.chunks is None:  # data written before versions: only the index has the chunks
+            return fetch_chunks_by_doc_ids(
+                docs, "", k_per_doc, narrowing.articles, collection=self.collection, embedder=self.embedder,
+                query_vector=vector, sections=narrowing.sections, points=narrowing.points,
+                in_annex=narrowing.in_annex,
+            )  # fmt: skip
+        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.get, self.embedder.embed)
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
-        return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=self.published)
+        snap = self.snapshot()
+        return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=snap.published)
 
     def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
-        """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first)."""
+        """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first), all from the
+        version published when it was asked; the answer names that version."""
         query = clean_query(query)
+        snap = self.snapshot()
+        try:
+            return self._route(snap, query, k_per_doc, k)
+        except FileNotFoundError:  # the version was pruned under a long question: answer from the current one
+            return self._route(self.snapshot(), query, k_per_doc, k)
+
+    def _route(self, snap: Snapshot, query: str, k_per_doc: int, k: int) -> RouteResult:
         identifiers = parse(query, limit=MAX_IDENTIFIERS + 1)
         capped = len(identifiers) > MAX_IDENTIFIERS
         identifiers = identifiers[:MAX_IDENTIFIERS] if not capped else parse(query, limit=MAX_IDENTIFIERS)
         if not identifiers:
-            nearest = self.vector_search(query, k)
-            return RouteResult(query, "no_identifier", [], [], nearest, hint([], self.registry.docs))
-        matches = self.registry.resolve(identifiers)
+            nearest = vector_search(query, k, collection=self.collection, embedder=self.embedder,
+                                    published=snap.published)  # fmt: skip
+            return RouteResult(query, "no_identifier", [], [], nearest, hint([], snap.registry.docs),
+                               version=snap.version)  # fmt: skip
+        matches = snap.registry.resolve(identifiers)
         plan = fetch_plan(matches)
         vector = self.embedder.embed([query])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
-            articles, sections, points, in_annex = narrowing
             docs = [d for d, n in plan.items() if n == narrowing]
-            found = self._fetch(docs, query, k_per_doc, articles, sections, vector, points, in_annex)
-            if not found and (sections or points):  # not chunked on its own: the whole document ranks
-                found = self._fetch(docs, query, k_per_doc, articles, (), vector)
+            found = self._fetch(snap, docs, vector, k_per_doc, narrowing)
+            if not found and (narrowing.sections or narrowing.points):  # not chunked on its own: the whole doc
+                found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles))
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
-        chunks += self._replacements(matches, query, k_per_doc, vector)
+        chunks += self._replacements(snap, matches, k_per_doc, vector)
         status = overall_status(matches)
-        note = hint(matches, self.registry.docs, self.lineage)
+        note = hint(matches, snap.registry.docs, snap.lineage)
         if capped:
             note += f"\n⚠ В вопросе больше {MAX_IDENTIFIERS} номеров документов: рассмотрены первые {MAX_IDENTIFIERS}."
-        changed = {m.identifier.canonical: [c.as_dict() for c in self._changed_by(m)] for m in matches}
+        changed = {m.identifier.canonical: [c.as_dict() for c in _changed_by(snap.lineage, m)] for m in matches}
         return RouteResult(query, status, identifiers, matches, chunks, note, list(plan),
-                           {k: v for k, v in changed.items() if v})  # fmt: skip
+                           {k: v for k, v in changed.items() if v}, snap.version)  # fmt: skip
 
-    def _replacements(self, matches: list[Match], query: str, k_per_doc: int, vector: Any) -> list[Chunk]:
+    def _replacements(self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: Any) -> list[Chunk]:
         """Chunks of the acts that replaced a repealed act the question found, marked as such, after the rest."""
-        docs = self.registry.docs
+        docs = snap.registry.docs
         out: list[Chunk] = []
         for m in matches:
             doc = docs.get(m.doc_ids[0]) if m.status == "exact" else None
             if doc is None or doc.status != "repealed" or doc.replaced_by not in docs:
                 continue
-            found = self._fetch([str(doc.replaced_by)], query, k_per_doc, (), (), vector)
+            found = self._fetch(snap, [str(doc.replaced_by)], vector, k_per_doc, Narrowing())
             out += [dataclasses.replace(c, replaces=doc.doc_id) for c in found]
         return out
 
-    def _changed_by(self, match: Match) -> list[Change]:
-        ident = match.identifier
-        if ident.kind not in ("law_number", "order") or not ident.number:
-            return []
-        return self.lineage.changed_by(ident.number)
+
+def _changed_by(lineage: LineageIndex, match: Match) -> list[Change]:
+    ident = match.identifier
+    if ident.kind not in ("law_number", "order") or not ident.number:
+        return []
+    return lineage.changed_by(ident.number)
 
 
 def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder) -> Any:
@@ -225,9 +254,9 @@ def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder) -> 
     return collection
 
 
-def _same_embedder(built_by: str | None, embedder: Embedder) -> None:
+def _same_embedder(built_by: str | None, embedder: Embedder, what: str = "the index") -> None:
     if built_by != embedder.id:
-        raise LookupProblem(f"the index was embedded by {built_by!r}; this lookup embeds with {embedder.id!r}")
+        raise LookupProblem(f"{what} was embedded by {built_by!r}; this lookup embeds with {embedder.id!r}")
 
 
 def readable_chroma(path: Path) -> Path:
@@ -243,7 +272,6 @@ def readable_chroma(path: Path) -> Path:
 
 MAX_QUERY_CHARS = 2000  # a question, not a document: longer input is refused with this reason
 MAX_IDENTIFIERS = 20  # identifiers resolved per question; the hint says when more were named
-_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class QueryTooLong(LookupProblem):
@@ -252,26 +280,17 @@ class QueryTooLong(LookupProblem):
 
 def clean_query(query: str) -> str:
     """The question as text that is safe to parse: invalid bytes and lone surrogates (a shell passes them
-    through ``surrogateescape``) become U+FFFD, control characters become spaces, and a question over
-    :data:`MAX_QUERY_CHARS` is refused."""
+    through ``surrogateescape``) become U+FFFD, then the one input normaliser files go through too
+    (:func:`schemas.text.clean_text`: NFC, invisible characters removed, control characters as spaces, digits
+    of any script as ASCII); a question over :data:`MAX_QUERY_CHARS` is refused."""
     try:  # bytes a shell could not decode come back as they were, then each invalid one is one U+FFFD
         raw = query.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate that is not an escaped byte
         raw = query.encode("utf-8", "surrogatepass")
-    text = raw.decode("utf-8", "replace")
-    text = _CONTROL.sub(" ", text)
+    text = clean_text(raw.decode("utf-8", "replace"))
     if len(text) > MAX_QUERY_CHARS:
         raise QueryTooLong(f"the question is {len(text)} characters long; the limit is {MAX_QUERY_CHARS}")
     return text
-
-
-def published_chunks(home: Path) -> PublishedChunks | None:
-    """chunk_id → text_hash of the published version, read on demand (None for data written before versions
-    existed)."""
-    path = published_file(home, "enriched_chunks.parquet")
-    if published_dir(home) is None or not path.exists():
-        return None
-    return PublishedChunks(path)
 
 
 def route(query: str, home: Path = Path("data"), chroma_url: str | None = None, k_per_doc: int = 5) -> RouteResult:

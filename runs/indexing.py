@@ -76,6 +76,8 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         count_classes(info, changes.counts)
         check_shrink(previous, state.columns("registry", ["doc_id"]), changes.count(ChangeClass.DELETED), options)
     store = VectorStore(home, embedder.id)
+    if not options.dry_run:
+        store.upgrade()  # parts of the first layout become memory-mappable (this run holds the lease)
     if options.dry_run:
         hashes, _ = _to_embed(path, changes, text=False)
         if not options.force_reembed:

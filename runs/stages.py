@@ -240,7 +240,7 @@ VERSION_TABLES = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet
 
 
 def publish(state_path: Path | str) -> RunInfo:
-    """Make the version current (one atomic pointer swap), then delete what went away and prune."""
+    """Make the version current (one atomic pointer swap), then delete what went away (the report prunes)."""
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     if info.status == RunStatus.DRY_RUN:
@@ -286,7 +286,6 @@ def publish(state_path: Path | str) -> RunInfo:
         else:
             info.indexed = info.chunks
         (home / DIRTY).unlink(missing_ok=True)
-        prune(home, options.keep_versions)
     state.update(info, Stage.PUBLISHED)
     return info
 
@@ -295,7 +294,8 @@ def publish(state_path: Path | str) -> RunInfo:
 
 
 def report(state_path: Path | str) -> Path | None:
-    """Write the run report (JSON + HTML) to ``HOME/runs/`` and the version folder. Dry runs write nothing."""
+    """Write the run report (JSON + HTML) to ``HOME/runs/`` and the version folder, then prune the versions
+    beyond ``--keep`` (after the report, which compares with the version before). Dry runs write nothing."""
     state = RunState.load(state_path)
     info, home = state.run_info(), Path(state.home)
     if info.status == RunStatus.DRY_RUN:
@@ -306,6 +306,7 @@ def report(state_path: Path | str) -> Path | None:
     body = build_report(info, ChangeSet.load(state.work), enriched, registry, previous, rejects, state.started)
     folder = versions_dir(home) / info.version if info.status == RunStatus.PUBLISHED and info.version else None
     path = write_report(home, body, folder)
+    prune(home, state.run_options.keep_versions)
     state.update(info, Stage.REPORTED)
     return path
 

@@ -8,10 +8,12 @@ identifiers (roman numerals, adilet ids, standard designations); spacing and ``�
 from __future__ import annotations
 
 import re
-import unicodedata
 
-# Every dash-like code point seen in adilet pages and standards, folded to ASCII hyphen-minus.
-_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\u00ad\ufe58\ufe63\uff0d"), "-")
+from schemas.text import clean_text, fold_digits
+
+# Every dash-like code point seen in adilet pages and standards, folded to ASCII hyphen-minus. The soft hyphen
+# is not one: it is invisible, and :func:`schemas.text.clean_text` removes it before anything reads the text.
+_DASHES = dict.fromkeys(map(ord, "\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe58\ufe63\uff0d"), "-")
 
 # Cyrillic letters that look like Latin ones. Only applied inside identifiers, never to prose.
 _LOOKALIKES = str.maketrans(
@@ -42,6 +44,11 @@ _LOOKALIKES = str.maketrans(
     }
 )
 
+# Kazakh letters typed for their Russian look-alikes (and back) inside an identifier: «ҚР ДСМ-26» and «КР ДСМ-26»
+# are one order number. Applied on top of :data:`_LOOKALIKES`, to order numbers only (never to prose).
+_KAZAKH_LOOKALIKES = str.maketrans({"Қ": "K", "қ": "k", "Ң": "H", "ң": "h", "Ө": "O", "ө": "o", "Ү": "Y",
+                                    "ү": "y", "Ұ": "Y", "ұ": "y", "Һ": "X", "һ": "x"})  # fmt: skip
+
 _ROMAN = re.compile(r"^[IVXLC]+$")
 
 # An adilet id as the site writes it (after look-alike folding): a type letter, two year digits, then eight
@@ -63,15 +70,15 @@ def fold_lookalikes(text: str) -> str:
 
 
 def normalize_space(text: str) -> str:
-    """NFC, non-breaking and odd spaces to plain spaces, runs collapsed, ends stripped."""
-    if not unicodedata.is_normalized("NFC", text):
-        text = unicodedata.normalize("NFC", text)
-    return " ".join(text.split())  # str.split() already splits on U+00A0 and U+202F
+    """The text cleaned (:func:`schemas.text.clean_text`: NFC, invisible and control characters, digits of
+    any script), non-breaking and odd spaces to plain spaces, runs collapsed, ends stripped."""
+    return " ".join(clean_text(text).split())  # str.split() already splits on U+00A0 and U+202F
 
 
 def canonical_adilet_id(raw: str) -> str:
-    """``v2300031934`` / ``К1500000414`` (Cyrillic К) → ``V2300031934`` / ``K1500000414``."""
-    return fold_lookalikes(raw.strip()).upper()
+    """``v2300031934`` / ``К1500000414`` (Cyrillic К) / ``V２４00035612`` → ``V2300031934`` / ``K1500000414`` /
+    ``V2400035612``."""
+    return fold_lookalikes(fold_digits(raw.strip())).upper()
 
 
 def doc_id_from_adilet(adilet_id: str) -> str:
@@ -85,7 +92,7 @@ def canonical_law_number(raw: str) -> str | None:
     A law number is digits, a dash and a roman convocation number; anything else is not one.
     """
     text = fold_dashes(normalize_space(raw))
-    m = re.search(r"(\d+)\s*-\s*([IVXLCІУХ]+)(?![\wА-Яа-яӘәҒғҚқҢңӨөҰұҮүҺһІі])", fold_lookalikes(text))
+    m = re.search(r"([0-9]+)\s*-\s*([IVXLCІУХ]+)(?![\wА-Яа-яӘәҒғҚқҢңӨөҰұҮүҺһІі])", fold_lookalikes(text))
     if not m:
         return None
     roman = fold_lookalikes(m.group(2)).upper()
@@ -107,13 +114,14 @@ def canonical_order_number(raw: str) -> str:
 
 
 def order_key(raw: str) -> str:
-    """Equality key for order numbers: canonical form, look-alikes folded, upper-cased, no spaces."""
-    return fold_lookalikes(canonical_order_number(raw)).upper().replace(" ", "")
+    """Equality key for order numbers: canonical form, look-alikes folded (Cyrillic and Kazakh: «КР ДСМ-26» is
+    «ҚР ДСМ-26»), upper-cased, no spaces."""
+    return fold_lookalikes(canonical_order_number(raw)).translate(_KAZAKH_LOOKALIKES).upper().replace(" ", "")
 
 
 def canonical_article_label(raw: str) -> str:
     """``5‑1`` / ``5 - 1`` / ``156`` / ``10 bis`` → ``5-1`` / ``5-1`` / ``156`` / ``10bis`` (no leading zeros)."""
-    text = fold_dashes(raw.strip())
+    text = fold_dashes(fold_digits(raw.strip()))
     suffix = re.search(r"(bis|ter|quater)\s*$", text, re.IGNORECASE)
     parts = re.split(r"\s*-\s*", text[: suffix.start()].strip() if suffix else text)
     label = "-".join(p.lstrip("0") or "0" for p in parts if p.isdigit() and p.isascii())

@@ -4,6 +4,7 @@ person can read, a CLI that starts without the heavy libraries, and run statuses
 from __future__ import annotations
 
 import ast
+import json
 import subprocess
 import sys
 from collections import defaultdict
@@ -145,13 +146,25 @@ def test_statuses_say_what_happened(tmp_path: Path) -> None:
     assert status.output.split()[1:] == ["published", "unchanged", "published"]
 
 
-@pytest.mark.parametrize("command", [["enrich-collection", "--collection", "lumi_docs"], ["lookup", "приказ 211"]])
+@pytest.mark.parametrize(
+    "command", [["enrich-collection", "--collection", "lumi_docs"], ["lookup", "требования охраны труда"]]
+)
 def test_an_unreachable_chroma_server_is_one_line(sample_run, command: list[str]) -> None:  # type: ignore[no-untyped-def]
     url = f"http://127.0.0.1:{free_port()}"
     done = subprocess.run([sys.executable, "-m", "cli", *command, "--home", str(sample_run[1]), "--chroma-url", url],
                           capture_output=True, text=True, cwd=ROOT, timeout=120)  # fmt: skip
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "cannot be reached" in done.stderr and len(done.stderr.strip().splitlines()) <= 3, done.stderr
+
+
+def test_a_lookup_by_number_answers_while_the_chroma_server_is_down(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """A question that names a document is answered from the published version's files, not the index."""
+    url = f"http://127.0.0.1:{free_port()}"
+    done = subprocess.run([sys.executable, "-m", "cli", "lookup", "приказ МТСЗН 211", "--json", "--home",
+                           str(sample_run[1]), "--chroma-url", url], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)  # fmt: skip
+    answer = json.loads(done.stdout.splitlines()[-1])
+    assert done.returncode == 0 and answer["status"] == "exact" and answer["chunks"], done.stderr
 
 
 def test_document_types_are_checked_where_they_enter() -> None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lookup.published import GROUPS_KEPT, PublishedChunks
-from lookup.route import published_chunks
+from lookup.version import Snapshot
 from schemas.published import published_file
 
 
@@ -45,7 +45,7 @@ def test_the_real_corpus_version_answers_as_the_whole_table(corpus_run) -> None:
     home = corpus_run[1]
     table = pq.read_table(published_file(home, "enriched_chunks.parquet"), columns=["chunk_id", "text_hash"])
     whole = dict(zip(table["chunk_id"].to_pylist(), table["text_hash"].to_pylist(), strict=True))
-    published = published_chunks(home)
+    published = Snapshot.open(home).published
     assert published is not None and dict(published) == whole
     # read by hand: article 156 of the Labour Code (K1500000414) is published
     assert published.get("k1500000414:art156:0") == whole["k1500000414:art156:0"]

@@ -14,7 +14,7 @@ def test_vectors_round_trip_as_float32_in_bounded_parts(tmp_path: Path) -> None:
     rng = np.random.default_rng(7)
     vectors = {f"h{i}": rng.standard_normal(32).astype(np.float32) for i in range(2_500)}
     store.put("run-1", vectors, part_rows=1_000)
-    assert len(list(store.folder.glob("part-*.parquet"))) == 3
+    assert len(list(store.folder.glob("part-*.keys.npy"))) == len(list(store.folder.glob("part-*.f32.npy"))) == 3
     got = store.get([*vectors, "absent"])
     assert set(got) == set(vectors) and all(v.dtype == np.float32 for v in got.values())
     assert all(np.array_equal(got[h], vectors[h]) for h in vectors)
@@ -33,3 +33,36 @@ def test_vectors_come_back_from_whichever_part_holds_them_and_a_new_part_is_seen
     assert set(got) == {"a0", "b29", "b7"}
     for key in got:
         assert np.array_equal(got[key], (first | second)[key]) and got[key].dtype == np.float32
+
+
+def test_a_part_of_the_first_layout_is_read_and_then_converted(tmp_path: Path) -> None:
+    """Parquet parts (``text_hash``, ``vector``) written by earlier zan: read as they are, converted by a run
+    to the memory-mapped layout with the same vectors."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from vectors.store import VECTOR_SCHEMA
+
+    store = VectorStore(tmp_path, "hash-ngram-test")
+    rng = np.random.default_rng(3)
+    old = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(50)}
+    store.folder.mkdir(parents=True)
+    table = pa.table({"text_hash": list(old), "vector": [v.tolist() for v in old.values()]}, schema=VECTOR_SCHEMA)
+    pq.write_table(table, store.folder / "part-old.parquet")
+    new = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(50, 60)}
+    store.put("new", new)
+    for reader in (store, VectorStore(tmp_path, "hash-ngram-test")):
+        got = reader.get([*old, *new])
+        assert set(got) == set(old) | set(new) and all(np.array_equal(got[h], (old | new)[h]) for h in got)
+    assert sorted(store.hashes().to_pylist()) == sorted([*old, *new])
+    assert store.upgrade() == 1 and not list(store.folder.glob("*.parquet"))
+    fresh = VectorStore(tmp_path, "hash-ngram-test")
+    got = fresh.get([*old, "absent"])
+    assert set(got) == set(old) and all(np.array_equal(got[h], old[h]) and got[h].dtype == np.float32 for h in got)
+
+
+def test_a_half_written_part_is_not_read(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path, "hash-ngram-test")
+    store.put("whole", {"a" * 32: np.ones(4, np.float32)})
+    store.folder.joinpath("part-half.f32.npy").write_bytes(b"\x93NUMPY")  # its keys file never came
+    assert set(store.get(["a" * 32])) == {"a" * 32} and store.hashes().to_pylist() == ["a" * 32]

@@ -1,47 +1,155 @@
 """Embeddings kept by (embedder id, text hash), so text seen before is never embedded again.
 
-One folder per embedder under ``HOME/vectors/``; each run that embedded something adds one parquet part
-(``text_hash``, ``vector``) written atomically. A lookup reads the vectors of only the parts that hold a
-hash asked for, one part at a time, and an unchanged re-run never opens the store at all. A chunk whose
-text moved to a new chunk id finds its vector here; a new embedder has an empty folder, so changing the
-embedder re-embeds everything.
+One folder per embedder under ``HOME/vectors/``. Each run that embedded something adds parts; a part is two
+NumPy files written atomically: ``<part>.keys.npy``, its text hashes sorted (fixed-width bytes), and
+``<part>.f32.npy``, their vectors as one float32 matrix in the same order. Both are memory-mapped when read,
+so finding the vectors of any set of hashes is a binary search per part and a gather of those rows: a
+lookup ranks a large document's chunks from here in milliseconds, without reading any other vector. The
+keys file is written last: a part whose keys file exists is whole.
+
+Parts of the first layout (parquet, ``text_hash`` + ``vector``) stay readable; a run converts them
+(:meth:`VectorStore.upgrade`). A chunk whose text moved to a new chunk id finds its vector here; a new
+embedder has an empty folder, so changing the embedder re-embeds everything.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-
-from enrich.storage import write_parquet_atomic
 
 VECTOR_SCHEMA = pa.schema(
     [pa.field("text_hash", pa.string(), nullable=False), pa.field("vector", pa.list_(pa.float32()))]
 )
+KEYS, VECTORS, LEGACY = ".keys.npy", ".f32.npy", ".parquet"
+
+
+class _Part:
+    """One part, memory-mapped: sorted keys and the vectors in the same order."""
+
+    def __init__(self, keys_path: Path) -> None:
+        self.keys: np.ndarray = np.load(keys_path, mmap_mode="r")
+        self.vectors: np.ndarray = np.load(_vectors_path(keys_path), mmap_mode="r")
+
+    def find(self, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(positions in ``wanted`` found here, their rows here); ``wanted`` sorted, of this part's dtype."""
+        if not len(self.keys):
+            return np.zeros(0, np.int64), np.zeros(0, np.int64)
+        rows = np.searchsorted(self.keys, wanted)
+        inside = rows < len(self.keys)
+        hit = np.zeros(len(wanted), dtype=bool)
+        hit[inside] = self.keys[rows[inside]] == wanted[inside]
+        return np.flatnonzero(hit), rows[hit]
+
+
+def _vectors_path(keys_path: Path) -> Path:
+    return keys_path.with_name(keys_path.name[: -len(KEYS)] + VECTORS)
 
 
 class VectorStore:
     def __init__(self, home: Path, embedder_id: str) -> None:
         self.folder = home / "vectors" / re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
-        self._hashes: dict[Path, pa.Array] = {}
+        self._parts: dict[Path, _Part] = {}
+        self._legacy: dict[Path, pa.Array] = {}
 
-    def get(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        """The stored vectors among ``hashes`` (missing ones are simply absent). Parts are read one at a time,
-        and only those that hold one of the hashes (the store keeps each part's hashes, read on first use);
-        a dataset scan over all parts read several parts' vectors ahead at once, so its memory grew with the
-        store (``benchmarks/README.md``)."""
-        wanted = set(hashes)
+    def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
+        """The stored vectors among ``hashes`` (missing ones are simply absent), as float32 rows. Parts are
+        searched newest first; a part written since the last call is found too."""
+        wanted = sorted(set(hashes))
         out: dict[str, np.ndarray] = {}
         if not wanted:
             return out
+        for part in self._mapped():
+            if not wanted:
+                break
+            width = part.keys.dtype.itemsize
+            fits = [h for h in wanted if len(h) <= width]
+            if not fits:
+                continue
+            at, rows = part.find(np.array([h.encode("ascii", "replace") for h in fits], dtype=f"S{width}"))
+            if len(at):
+                block = np.asarray(part.vectors[np.sort(rows)], dtype=np.float32)  # one gather, in file order
+                order = np.argsort(rows)
+                for n, i in enumerate(at[order]):
+                    out[fits[i]] = block[n]
+                found = {fits[i] for i in at}
+                wanted = [h for h in wanted if h not in found]
+        if wanted:
+            out |= self._legacy_get(wanted)
+        return out
+
+    def hashes(self) -> pa.Array:
+        """Every stored text hash, as an Arrow string array (keys only; no vector is read)."""
+        arrays = [pa.array(part.keys.astype(str), pa.string()) for part in self._mapped()]
+        arrays += [self._legacy_hashes(p) for p in self._legacy_parts()]
+        return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
+
+    def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000, block: int = 0) -> None:
+        """Store ``vectors`` as float32 straight from numpy (no Python floats), one part per ``part_rows``
+        vectors. A run that stores block by block numbers its blocks: each is its own part."""
+        items = sorted(vectors.items())
+        for n, start in enumerate(range(0, len(items), part_rows)):
+            batch = items[start : start + part_rows]
+            name = f"part-{run_id}{f'-b{block}' if block else ''}{f'-{n}' if n else ''}"
+            keys = np.array([h.encode("ascii") for h, _ in batch])
+            matrix = np.stack([np.asarray(v, dtype=np.float32).ravel() for _, v in batch])
+            self._write(name, keys, matrix)
+
+    def upgrade(self) -> int:
+        """Convert parts of the first layout (parquet) to memory-mappable ones; returns how many. A run does
+        it, holding the lease; readers read either layout meanwhile."""
+        done = 0
+        for legacy in self._legacy_parts():
+            table = pq.read_table(legacy, schema=VECTOR_SCHEMA).sort_by("text_hash")
+            column = table.column("vector").combine_chunks()
+            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+            keys = np.array([h.encode("ascii") for h in table.column("text_hash").to_pylist()])
+            self._write(legacy.name[: -len(LEGACY)], keys, flat.reshape(table.num_rows, -1))
+            legacy.unlink()
+            self._legacy.pop(legacy, None)
+            done += 1
+        return done
+
+    def _write(self, name: str, keys: np.ndarray, matrix: np.ndarray) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        for suffix, array in ((VECTORS, matrix), (KEYS, keys)):  # the keys last: their presence marks a whole part
+            target = self.folder / f"{name}{suffix}"
+            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+            with open(tmp, "wb") as handle:
+                np.save(handle, array)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+
+    def _mapped(self) -> list[_Part]:
+        """Every whole part, newest first, mapped once per store object."""
+        paths = sorted(self.folder.glob(f"part-*{KEYS}"), reverse=True) if self.folder.exists() else []
+        for path in paths:
+            if path not in self._parts and _vectors_path(path).exists():
+                self._parts[path] = _Part(path)
+        return [self._parts[p] for p in paths if p in self._parts]
+
+    # --- the first layout: parquet parts, read until a run converts them ---------------------------------
+
+    def _legacy_parts(self) -> list[Path]:
+        return sorted(self.folder.glob(f"part-*{LEGACY}")) if self.folder.exists() else []
+
+    def _legacy_hashes(self, part: Path) -> pa.Array:
+        if part not in self._legacy:
+            self._legacy[part] = pq.read_table(part, columns=["text_hash"]).column(0).combine_chunks()
+        return self._legacy[part]
+
+    def _legacy_get(self, hashes: list[str]) -> dict[str, np.ndarray]:
+        wanted, out = set(hashes), {}
         asked = pa.array(sorted(wanted), pa.string())
-        for part, stored in self._parts():
-            if not wanted or not pc.any(pc.is_in(stored, value_set=asked)).as_py():
+        for part in self._legacy_parts():
+            if not wanted or not pc.any(pc.is_in(self._legacy_hashes(part), value_set=asked)).as_py():
                 continue
             table = pq.read_table(part, schema=VECTOR_SCHEMA)
             table = table.filter(pc.is_in(table.column("text_hash"), value_set=asked))
@@ -49,38 +157,7 @@ class VectorStore:
             flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
             offsets = column.offsets.to_numpy()
             for i, text_hash in enumerate(table.column("text_hash").to_pylist()):
-                if text_hash in wanted:  # float32 views of one array: no Python floats on the way
+                if text_hash in wanted:
                     out[text_hash] = flat[offsets[i] : offsets[i + 1]]
                     wanted.discard(text_hash)
         return out
-
-    def _parts(self) -> list[tuple[Path, pa.Array]]:
-        """Each part with its text hashes (one string column; vectors are read only when a part is needed)."""
-        parts = sorted(self.folder.glob("part-*.parquet")) if self.folder.exists() else []
-        for part in parts:
-            if part not in self._hashes:
-                self._hashes[part] = pq.read_table(part, columns=["text_hash"]).column(0).combine_chunks()
-        return [(part, self._hashes[part]) for part in parts]
-
-    def hashes(self) -> pa.Array:
-        """Every stored text hash, as an Arrow array (one string column read; no vector is loaded)."""
-        parts = sorted(self.folder.glob("part-*.parquet")) if self.folder.exists() else []
-        if not parts:
-            return pa.array([], pa.string())
-        return ds.dataset(parts, schema=VECTOR_SCHEMA).to_table(columns=["text_hash"]).column(0).combine_chunks()
-
-    def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000, block: int = 0) -> None:
-        """Store ``vectors`` as float32 straight from numpy (no Python floats), one parquet part per
-        ``part_rows`` vectors (list offsets stay far inside int32, and no part is huge). A run that stores
-        block by block numbers its blocks: each is its own part."""
-        items = list(vectors.items())
-        for n, start in enumerate(range(0, len(items), part_rows)):
-            batch = items[start : start + part_rows]
-            arrays = [np.asarray(v, dtype=np.float32).ravel() for _, v in batch]
-            offsets = np.zeros(len(arrays) + 1, dtype=np.int64)
-            np.cumsum([len(a) for a in arrays], out=offsets[1:])
-            flat = pa.array(np.concatenate(arrays), type=pa.float32())
-            column = pa.ListArray.from_arrays(pa.array(offsets.astype(np.int32)), flat)
-            table = pa.table({"text_hash": [h for h, _ in batch], "vector": column}, schema=VECTOR_SCHEMA)
-            name = f"part-{run_id}{f'-b{block}' if block else ''}{f'-{n}' if n else ''}.parquet"
-            write_parquet_atomic(table, self.folder / name, VECTOR_SCHEMA, "vectors")
