@@ -33,7 +33,7 @@ deploy-deps:  ## Debian's PostgreSQL and Redis (the native stack), docker-compos
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose
 
 requirements: setup  ## deploy/requirements.txt, what the Docker image installs, exported from uv.lock
-	$(UV) export --frozen --no-hashes --no-dev --group airflow --no-emit-project --no-header --quiet -o deploy/requirements.txt
+	$(UV) export --frozen --no-hashes --no-dev --group airflow --group models --no-emit-project --no-header --quiet -o deploy/requirements.txt
 
 test-deploy: setup deploy-deps  ## the native Airflow stack end to end through the REST API, with its faults
 	$(UV) run pytest -q -m deploy tests/deploy

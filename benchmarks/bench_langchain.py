@@ -43,7 +43,7 @@ def langchain_runs(home: Path, tmp: Path) -> list[float]:
             self.inner = HashingEmbedder()
 
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
-            return self.inner.embed(texts).tolist()  # LangChain's Embeddings interface is lists of floats
+            return self.inner.embed_passages(texts).tolist()  # LangChain's Embeddings interface is lists of floats
 
         def embed_query(self, text: str) -> list[float]:
             return self.embed_documents([text])[0]

@@ -191,12 +191,17 @@ class _FixedEmbedder:
     def __init__(self, dim: int) -> None:
         self.dim = dim
 
+    spec = "fixed"
+
     @property
     def id(self) -> str:
         return f"fixed-{self.dim}"
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
         return np.zeros((len(texts), self.dim), np.float32)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed_passages(texts)
 
 
 def main() -> None:

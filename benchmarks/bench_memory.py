@@ -33,12 +33,12 @@ def light_collection(url: str) -> None:
     """zan's collection on the server at ``url``, made beforehand with a light HNSW graph (see above)."""
     import chromadb
 
-    from vectors.embed import embedder_id_of
+    from vectors.embed import HashingEmbedder
     from vectors.index import COLLECTION
 
     host, port = url.removeprefix("http://").split(":")
     client = chromadb.HttpClient(host=host, port=int(port))
-    metadata = {"hnsw:space": "cosine", "hnsw:M": 8, "hnsw:construction_ef": 16, "zan_embedder": embedder_id_of("hash")}
+    metadata = {"hnsw:space": "cosine", "hnsw:M": 8, "hnsw:construction_ef": 16, "zan_embedder": HashingEmbedder().id}
     client.create_collection(COLLECTION, metadata=metadata, embedding_function=None)
 
 

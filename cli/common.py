@@ -38,9 +38,12 @@ ChromaUrlOption = Annotated[
     ),
 ]
 EmbedderOption = Annotated[
-    str,
+    str | None,
     typer.Option(
-        "--embedder", help="The embedder the index was built with (`hash` or `st:/path`).", envvar="ZAN_EMBEDDER"
+        "--embedder",
+        help="`hash`, `e5`, `st:/local/model` or `openai:URL?model=NAME`; default: the published version's "
+        "(`hash` for a new HOME).",
+        envvar="ZAN_EMBEDDER",
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON (one line).")]

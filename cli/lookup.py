@@ -16,7 +16,7 @@ def lookup_command(
     home: HomeOption = Path("data"),
     k_per_doc: KPerDocOption = 5,
     chroma_url: ChromaUrlOption = None,
-    embedder: EmbedderOption = "hash",
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     max_candidates: Annotated[
         int, typer.Option("--max-candidates", min=0, help="Documents listed for an article named with no document.")
@@ -44,7 +44,7 @@ def eval_command(
     home: HomeOption = Path("data"),
     k_per_doc: KPerDocOption = 5,
     chroma_url: ChromaUrlOption = None,
-    embedder: EmbedderOption = "hash",
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Score the lookup route against plain vector search: hit@1, hit@5, MRR per category, refusals.

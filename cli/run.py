@@ -30,7 +30,7 @@ def run_command(
     ] = None,
     home: HomeOption = Path("data"),
     chroma_url: ChromaUrlOption = None,
-    embedder: EmbedderOption = "hash",
+    embedder: EmbedderOption = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Print what would change; write nothing.")] = False,
     force_reembed: Annotated[
         bool, typer.Option("--force-reembed", help="Embed the scope's texts again even if stored.")
@@ -50,7 +50,7 @@ def run_command(
     Example: `zan run --source ../shared/corpus/adilet --source ../shared/corpus/zan --home /tmp/x --json`
     """
     from runs.pipeline import RunOptions, run
-    from vectors.embed import make_embedder
+    from vectors.embedders import embedder_for
 
     options = RunOptions(
         only=tuple(only or ()),
@@ -62,7 +62,7 @@ def run_command(
         keep_versions=keep,
     )
     with failing("run"), progress() as bar:
-        info = run(list(source or []), home, chroma_url, make_embedder(embedder), reporter_for(bar), options)
+        info = run(list(source or []), home, chroma_url, embedder_for(home, embedder), reporter_for(bar), options)
     if as_json:
         print_json(info.as_dict())
         return
@@ -101,7 +101,7 @@ def rollback_command(
     version: Annotated[str | None, typer.Argument(help="Version to republish (default: the one before).")] = None,
     home: HomeOption = Path("data"),
     chroma_url: ChromaUrlOption = None,
-    embedder: EmbedderOption = "hash",
+    embedder: EmbedderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON on the last line.")] = False,
 ) -> None:
     """Republish an earlier kept version: registry, chunks and index together, with no re-embedding.
@@ -109,10 +109,10 @@ def rollback_command(
     Example: `zan rollback v000003 --home ./data`
     """
     from runs.pipeline import rollback
-    from vectors.embed import make_embedder
+    from vectors.embedders import embedder_for
 
     with failing("rollback"):
-        info = rollback(home, version, chroma_url, make_embedder(embedder))
+        info = rollback(home, version, chroma_url, embedder_for(home, embedder))
     if as_json:
         print_json(info.as_dict())
         return

@@ -106,7 +106,7 @@ def fetch_chunks_by_doc_ids(
     )
     if not got["ids"]:
         return []
-    vector = embedder.embed([query])[0] if query_vector is None else query_vector
+    vector = embedder.embed_queries([query])[0] if query_vector is None else query_vector
     scores = _cosine(np.asarray(got["embeddings"], dtype=np.float32), vector)
     chunks = [
         _chunk(chunk_id, meta, text, float(score))
@@ -177,7 +177,7 @@ def vector_search(
     query: str, k: int, *, collection: Any, embedder: Embedder, published: Mapping[str, str] | None = None
 ) -> list[Chunk]:
     """Plain nearest-neighbour search over the whole collection: the fallback, and the eval's baseline."""
-    vector = embedder.embed([query])[0]
+    vector = embedder.embed_queries([query])[0]
     got = collection.query(
         query_embeddings=[vector.tolist()], n_results=k * 2, include=["documents", "metadatas", "distances"]
     )

@@ -30,7 +30,8 @@ from lookup.version import Narrowing, Snapshot
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import check_home, published_file
 from schemas.text import clean_text
-from vectors.embed import Embedder, make_embedder
+from vectors.embed import Embedder, identified
+from vectors.embedders import embedder_for
 from vectors.index import COLLECTION, find_collection, open_client
 from vectors.repair import damaged_folder, rebuilt_copy
 from vectors.store import VectorStore
@@ -111,8 +112,9 @@ class Lookup:
     def __init__(self, home: Path, embedder: Embedder, chroma_url: str | None = None,
                  max_candidates: int = MAX_CANDIDATES) -> None:  # fmt: skip
         self.home, self.embedder, self.chroma_url = home, embedder, chroma_url
+        self.embedder_id = identified(embedder, home)
         self.max_candidates = max_candidates
-        self.store = VectorStore(home, embedder.id)
+        self.store = VectorStore(home, self.embedder_id)
         self._lock = threading.Lock()
         self._snapshot = self._checked(Snapshot.open(home, max_candidates))
         self._collection: Any = None
@@ -122,15 +124,15 @@ class Lookup:
         cls,
         home: Path | str,
         chroma_url: str | None = None,
-        embedder: str | Embedder = "hash",
+        embedder: str | Embedder | None = None,
         max_candidates: int = MAX_CANDIDATES,
     ) -> Lookup:
         """Open the version published under ``home``; the index (embedded under HOME/chroma, or the Chroma
-        server at ``chroma_url``) opens on the first question without an identifier. ``max_candidates``:
-        documents listed for an article named with no document. A version embedded by another embedder is
-        refused, naming both."""
+        server at ``chroma_url``) opens on the first question without an identifier. ``embedder``: the
+        published version's unless given (a spec or an embedder); a version embedded by another one is
+        refused, naming both. ``max_candidates``: documents listed for an article named with no document."""
         home = check_home(home, writable=False)
-        embed = make_embedder(embedder) if isinstance(embedder, str) else embedder
+        embed = embedder_for(home, embedder) if embedder is None or isinstance(embedder, str) else embedder
         return cls(home, embed, chroma_url, max_candidates)
 
     def snapshot(self) -> Snapshot:
@@ -145,7 +147,7 @@ class Lookup:
 
     def _checked(self, snapshot: Snapshot) -> Snapshot:
         if snapshot.embedder is not None:
-            _same_embedder(snapshot.embedder, self.embedder, f"version {snapshot.version}")
+            _same_embedder(snapshot.embedder, self.embedder_id, f"version {snapshot.version}")
         return snapshot
 
     @property
@@ -159,13 +161,13 @@ class Lookup:
     @property
     def collection(self) -> Any:
         if self._collection is None:
-            self._collection = _open_collection(self.home, self.chroma_url, self.embedder)
+            self._collection = _open_collection(self.home, self.chroma_url, self.embedder, self.embedder_id)
         return self._collection
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None
     ) -> list[Chunk]:
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed_queries([query])[0]
         return self._fetch(self.snapshot(), doc_ids, vector, k_per_doc, Narrowing(tuple(articles or ())))
 
     def _fetch(self, snap: Snapshot, docs: list[str], vector: Any, k_per_doc: int, narrowing: Narrowing) -> list[Chunk]:
@@ -175,7 +177,8 @@ class Lookup:
                 query_vector=vector, sections=narrowing.sections, points=narrowing.points,
                 in_annex=narrowing.in_annex,
             )  # fmt: skip
-        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.get, self.embedder.embed)
+        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.get,
+                               self.embedder.embed_passages)  # fmt: skip
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         snap = self.snapshot()
@@ -202,7 +205,7 @@ class Lookup:
                                version=snap.version)  # fmt: skip
         matches = snap.registry.resolve(identifiers)
         plan = fetch_plan(matches)
-        vector = self.embedder.embed([query])[0]
+        vector = self.embedder.embed_queries([query])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
             docs = [d for d, n in plan.items() if n == narrowing]
@@ -240,7 +243,7 @@ def _changed_by(lineage: LineageIndex, match: Match) -> list[Change]:
     return lineage.changed_by(ident.number)
 
 
-def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder) -> Any:
+def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder, embedder_id: str) -> Any:
     """The published index's collection: the embedded one (a private copy on a read-only HOME, a rebuilt one
     when it is damaged) or the server's; refused when another embedder built it."""
     folder = readable_chroma(home / "chroma") if chroma_url is None else None
@@ -250,13 +253,13 @@ def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder) -> 
     collection = find_collection(open_client(folder, chroma_url))
     if collection is None:
         raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}")
-    _same_embedder((collection.metadata or {}).get("zan_embedder"), embedder)
+    _same_embedder((collection.metadata or {}).get("zan_embedder"), embedder_id)
     return collection
 
 
-def _same_embedder(built_by: str | None, embedder: Embedder, what: str = "the index") -> None:
-    if built_by != embedder.id:
-        raise LookupProblem(f"{what} was embedded by {built_by!r}; this lookup embeds with {embedder.id!r}")
+def _same_embedder(built_by: str | None, embedder_id: str, what: str = "the index") -> None:
+    if built_by != embedder_id:
+        raise LookupProblem(f"{what} was embedded by {built_by!r}; this lookup embeds with {embedder_id!r}")
 
 
 def readable_chroma(path: Path) -> Path:

@@ -32,7 +32,8 @@ from runs.errors import RunError, ValidationFailed
 from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
-from vectors.embed import Embedder, make_embedder
+from vectors.embed import Embedder, identified
+from vectors.embedders import make_embedder
 from vectors.index import (
     LazyClient,
     WriteResult,
@@ -56,7 +57,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
-    if embedder.id != state.embedder_id:
+    if identified(embedder, home) != state.embedder_id:
         raise RunError(f"run {state.run_id} was planned for {state.embedder_id}, not {embedder.id}")
     previous = Published.load(home, state.previous) if state.previous else None
     path = state.tables_folder() / "enriched_chunks.parquet"
@@ -89,7 +90,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     if changes.count(*WRITTEN):
         to_embed = changes.count(*EMBEDDED)
         hashes, text_bytes = _to_embed(path, changes, text=True) if to_embed else (np.zeros(0, np.uint64), 0)
-        dim = int(getattr(embedder, "dim", 1024))
+        dim = embedder.dim
         check_room(home, index_bytes(to_embed, text_bytes, dim) + 4 * dim * len(hashes), f"index {to_embed} chunks")
         collection = get_collection(client.get(), embedder)
         written, info.embedded = stream_changes(
@@ -221,7 +222,7 @@ def block_vectors(
     for start in range(0, len(missing), 256):
         part = missing[start : start + 256]
         texts = table.column("text").take(pa.array([position[h] for h in part], pa.int64())).to_pylist()
-        fresh.update(zip(part, embedder.embed([str(t) for t in texts]), strict=True))
+        fresh.update(zip(part, embedder.embed_passages([str(t) for t in texts]), strict=True))
     if fresh:
         store.put(run_id, fresh, block=block)
     return vectors | fresh, missing

@@ -32,7 +32,8 @@ from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_
 from runs.versions import now_iso, set_current
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
-from vectors.embed import Embedder, HashingEmbedder
+from vectors.embed import Embedder, identified
+from vectors.embedders import embedder_for
 from vectors.index import delete_ids, get_collection, index_state, open_client
 from vectors.store import VectorStore
 
@@ -51,11 +52,13 @@ def run(
     progress: Progress = _noop,
     options: RunOptions | None = None,
 ) -> RunInfo:
-    """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures."""
+    """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures. With no
+    embedder given, the published version's is used (the offline ``hash`` one for a new HOME)."""
     lean_arrow_memory()
     options = options or RunOptions()
-    embedder = embedder or HashingEmbedder()
-    state = stages.begin(home, sources, options, chroma_url, embedder="hash", embedder_id=embedder.id, holder="process")
+    embedder = embedder or embedder_for(home)
+    embedder_id = identified(embedder, home, record=not options.dry_run)
+    state = stages.begin(home, sources, options, chroma_url, embedder.spec, embedder_id=embedder_id, holder="process")
     try:
         for n in range(len(stages.RunState.load(state).shards)):
             stages.extract_shard(state, n, progress)
@@ -81,8 +84,9 @@ def rollback(
     """Republish an earlier kept version (default: the one before the current): the index is brought back
     to it by the same diff a run uses (stored vectors, no re-embedding), then the pointer moves."""
     lean_arrow_memory()
-    embedder = embedder or HashingEmbedder()
     home = check_home(home, writable=True)
+    embedder = embedder or embedder_for(home)
+    identified(embedder, home)
     info = RunInfo(run_id=new_run_id(), scope="rollback", home=str(home), embedder=embedder.id,
                    chroma=chroma_url or str(home / "chroma"))  # fmt: skip
     with lease.held(home, info.run_id):

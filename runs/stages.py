@@ -75,7 +75,8 @@ from runs.versions import (
 )
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.published import Manifest, check_home, versions_dir
-from vectors.embed import embedder_id_of
+from vectors.embed import identified
+from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
 
 # --- begin ----------------------------------------------------------------------------------------------
@@ -95,7 +96,7 @@ def begin(
     home, options = check_home(home, writable=True), options or RunOptions()
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
-    info.embedder = embedder_id or embedder_id_of(embedder)
+    info.embedder = embedder_id or identified(make_embedder(embedder), home, record=not options.dry_run)
     lease.take(home, run_id, holder)
     try:
         clear_staging(home)
@@ -267,6 +268,7 @@ def publish(state_path: Path | str) -> RunInfo:
                 documents=pq.ParquetFile(folder / "registry.parquet").metadata.num_rows,
                 chunks=pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows,
                 embedder=state.embedder_id,
+                embedder_spec=state.embedder_spec,
                 sources=state.scope["roots"],
                 parent=state.previous,
                 file_keys=state.file_keys,

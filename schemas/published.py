@@ -44,6 +44,7 @@ class Manifest:
     sources: list[str] = field(default_factory=list)
     parent: str | None = None
     file_keys: dict[str, str] = field(default_factory=dict)  # source file → content hash : code fingerprint
+    embedder_spec: str | None = None  # how to make the embedder again (``e5``, ``openai:…``); None before 0.2
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -8,12 +8,13 @@ import sys
 import numpy as np
 import pytest
 
-from vectors.embed import HashingEmbedder, make_embedder
+from vectors.embed import HashingEmbedder
+from vectors.embedders import make_embedder
 
 
 def test_hashing_embedder_is_normalised_and_separates_paraphrase_from_unrelated() -> None:
     e = HashingEmbedder()
-    v = e.embed(
+    v = e.embed_passages(
         [
             "Работодатель обязан обеспечить безопасные условия труда",
             "Работодатель должен обеспечивать безопасные условия труда работников",
@@ -26,11 +27,9 @@ def test_hashing_embedder_is_normalised_and_separates_paraphrase_from_unrelated(
 
 
 def test_hashing_embedder_is_identical_across_processes() -> None:
-    code = (
-        "from vectors.embed import HashingEmbedder; print(HashingEmbedder().embed(['ст. 156 ТК РК'])[0][:8].tolist())"
-    )
+    code = "from vectors.embed import HashingEmbedder; print(HashingEmbedder().embed_passages(['ст. 156 ТК РК'])[0][:8].tolist())"
     outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout for _ in range(2)}
-    here = str(HashingEmbedder().embed(["ст. 156 ТК РК"])[0][:8].tolist())
+    here = str(HashingEmbedder().embed_passages(["ст. 156 ТК РК"])[0][:8].tolist())
     assert outputs == {here + "\n"}
 
 

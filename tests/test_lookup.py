@@ -94,7 +94,7 @@ def test_fetch_returns_only_named_documents_ranked_by_cosine(lookup: Lookup, sam
     # independent check: rank the same document's chunks from the parquet with the same embedder
     texts = connect(sample_run[1]).execute("SELECT chunk_id, text FROM chunks WHERE doc_id = ?", [T211]).fetchall()
     embedder = HashingEmbedder()
-    scores = embedder.embed([t for _, t in texts]) @ embedder.embed([query])[0]
+    scores = embedder.embed_passages([t for _, t in texts]) @ embedder.embed_queries([query])[0]
     best = texts[int(np.argmax(scores))][0]
     assert next(c for c in chunks if c.doc_id == T211).chunk_id == best
 

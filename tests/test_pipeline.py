@@ -62,7 +62,7 @@ def test_chroma_metadata_filters_by_doc_and_article_exactly(sample_run) -> None:
     meta = collection.get(ids=["k1500000414:art156:0"], include=["metadatas"])["metadatas"][0]
     assert meta["doc_id"] == "k1500000414" and meta["law_zrk"] == "414-V" and meta["code_articles"] == [156]
     assert meta["date_approved"] == "2015-11-23" and meta["language"] == "rus"
-    vector = HashingEmbedder().embed(["Статья 156. Стороны коллективного договора"])
+    vector = HashingEmbedder().embed_passages(["Статья 156. Стороны коллективного договора"])
     hit = collection.query(query_embeddings=vector, n_results=1, where={"doc_id": "k1500000414"})
     assert hit["ids"][0][0].startswith("k1500000414:art156")
 

