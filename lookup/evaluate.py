@@ -27,7 +27,7 @@ from lookup.fetch import Chunk
 from lookup.route import Lookup
 from schemas.errors import ZanError
 
-CUTOFFS = (1, 5)
+CUTOFFS = (1, 5, 10)  # hit@k; MRR is MRR@10 (a first hit past 10 counts 0)
 
 
 class GoldenError(ZanError, ValueError):
@@ -43,6 +43,8 @@ class GoldenRow:
     articles: tuple[str, ...]
     expect_status: str | None
     hint_has: tuple[str, ...] = ()  # lineage rows: words the hint must carry («последнее изменение: …»)
+    language: str | None = None  # plain-words rows: the question's language (rus, kaz) and style
+    style: str | None = None  # plain, colloquial, typo, translit (Kazakh typed without Kazakh letters)
     changed: tuple[str, ...] = ()  # an amending act's row: articles its notes say it changed
 
     @property
@@ -80,6 +82,8 @@ def read_golden(path: Path) -> list[GoldenRow]:
                     expect_status=data.get("expect_status"),
                     hint_has=tuple(str(h) for h in data.get("hint_has") or ()),
                     changed=tuple(str(a) for a in data.get("changed") or ()),
+                    language=data.get("language"),
+                    style=data.get("style"),
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:
@@ -110,7 +114,7 @@ class Tally:
         self.ranked += 1
         for k in CUTOFFS:
             self.hits[k] += int(rank is not None and rank <= k)
-        self.reciprocal += 1.0 / rank if rank else 0.0
+        self.reciprocal += 1.0 / rank if rank and rank <= max(CUTOFFS) else 0.0
 
     def add_refusal(self, refused: bool) -> None:
         self.n += 1
@@ -127,8 +131,10 @@ class Tally:
 
 
 def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[str, Any]:
-    """Per category and overall, for ``lookup`` (the route) and ``vector`` (plain search, the "before")."""
-    tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally)}
+    """Per category and overall, for ``lookup`` (the route: fused for plain words), ``vector`` (plain vector
+    search, the "before") and ``lexical`` (BM25 alone); plain-words rows also per language and per style."""
+    tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally),
+                                            "lexical": defaultdict(Tally)}  # fmt: skip
     failures: list[dict[str, Any]] = []
     wrong: list[str] = []
     lineage = {"n": 0, "passed": 0}
@@ -150,13 +156,18 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
             for category in categories:
                 tallies["lookup"][category].add_refusal(abstained)
                 tallies["vector"][category].add_refusal(False)  # plain search always answers something
+                tallies["lexical"][category].add_refusal(False)
             if not abstained:
                 failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": None})
             continue
         rank, plain_rank = rank_of_first_hit(row, routed.chunks), rank_of_first_hit(row, plain)
-        for category in categories:
+        lexical_rank = rank_of_first_hit(row, lookup.lexical_search(row.query, k=max(CUTOFFS)))
+        groups = [*categories, *(f"{key}={value}" for key, value in (("language", row.language),
+                  ("style", row.style)) if value)]  # fmt: skip
+        for category in groups:
             tallies["lookup"][category].add_ranked(rank)
             tallies["vector"][category].add_ranked(plain_rank)
+            tallies["lexical"][category].add_ranked(lexical_rank)
         status_ok = row.expect_status in (None, routed.status)
         if rank is None or rank > max(CUTOFFS) or not status_ok:
             failures.append({"id": row.id, "query": row.query, "status": routed.status, "rank": rank})
@@ -164,6 +175,7 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
         "rows": len(rows),
         "lookup": {c: t.as_dict() for c, t in sorted(tallies["lookup"].items())},
         "vector": {c: t.as_dict() for c, t in sorted(tallies["vector"].items())},
+        "lexical": {c: t.as_dict() for c, t in sorted(tallies["lexical"].items())},
         "lineage": lineage,
         "wrong_document": len(wrong),
         "wrong_document_rows": wrong,
@@ -172,16 +184,20 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
 
 
 def format_report(report: dict[str, Any]) -> str:
-    """A plain-text table: one line per category, lookup beside vector-only."""
-    head = f"{'category':<18} {'n':>3}  {'lookup h@1':>10} {'h@5':>6} {'MRR':>6} {'refused':>7}  "
-    head += f"{'vector h@1':>10} {'h@5':>6} {'MRR':>6} {'refused':>7}"
-    lines = [head]
+    """A plain-text table: one line per category (and per language and style of plain-words rows), the route
+    (fused for plain words) beside vector-only and lexical-only search."""
+    methods = ("lookup", "vector", "lexical")
+    head = f"{'category':<22} {'n':>3}"
+    for method in methods:
+        head += f"  {method + ' h@1':>11} {'h@5':>5} {'h@10':>5} {'MRR':>5}"
+    lines = [head + f"  {'refused':>7}"]
     for category, got in report["lookup"].items():
-        base = report["vector"][category]
-        cells = [got["hit@1"], got["hit@5"], got["mrr"], got["refused"]]
-        cells += [base["hit@1"], base["hit@5"], base["mrr"], base["refused"]]
-        a, b, c, d, e, f, g, h = (_cell(v) for v in cells)
-        lines.append(f"{category:<18} {got['n']:>3}  {a:>10} {b:>6} {c:>6} {d:>7}  {e:>10} {f:>6} {g:>6} {h:>7}")
+        row = f"{category:<22} {got['n']:>3}"
+        for method in methods:
+            cells = report.get(method, {}).get(category, {})
+            values = [_cell(cells.get(k)) for k in ("hit@1", "hit@5", "hit@10", "mrr")]
+            row += f"  {values[0]:>11} {values[1]:>5} {values[2]:>5} {values[3]:>5}"
+        lines.append(row + f"  {_cell(got['refused']):>7}")
     lines.append(f"wrong-document answers: {report.get('wrong_document', 0)}")
     if report.get("lineage", {}).get("n"):
         lines.append(f"lineage checks (edition, repeal, what an act changed): {report['lineage']['passed']}/"

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 
 from enrich.chunking import LIST_CAP
+from lookup.fusion import RRF_K
 from lookup.version import Narrowing, VersionChunks
 from vectors.embed import Embedder
 
@@ -33,6 +34,11 @@ class Chunk:
     point_labels: tuple[str, ...] = ()
     annex: int | None = None
     replaces: str | None = None  # the repealed document this chunk's (current) act replaced
+    language: str | None = None
+    vector: float | None = None  # cosine to the question, when the vector ranking held the chunk
+    lexical: float | None = None  # BM25, when the lexical ranking held it
+    fused: float | None = None  # reciprocal-rank fusion of the two (``score`` is this when present)
+    found_by: str = "vector"  # identifier (a resolved document), vector, lexical or both (plain words)
 
     def as_dict(self) -> dict[str, Any]:
         extra = {"replaces": self.replaces} if self.replaces else {}
@@ -45,7 +51,16 @@ class Chunk:
             "annex": self.annex,
             "text": self.text,
             "score": round(self.score, 6),
+            "language": self.language,
+            "vector": _rounded(self.vector),
+            "lexical": _rounded(self.lexical),
+            "fused": _rounded(self.fused),
+            "found_by": self.found_by,
         }
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 6)
 
 
 def doc_filter(
@@ -130,9 +145,13 @@ def rank_in_version(
     k_per_doc: int,
     vectors: Callable[[list[str]], dict[str, np.ndarray]],
     embed: Callable[[list[str]], np.ndarray],
+    lexical: Callable[[np.ndarray], np.ndarray] | None = None,
+    language: str | None = None,
 ) -> list[Chunk]:
-    """The ``k_per_doc`` chunks of each document most similar to the query, best first overall, from one
-    version's rows. ``vectors(hashes)`` gives the stored vectors; a row whose text has none is embedded."""
+    """The ``k_per_doc`` chunks of each document that answer the question best, best first overall, from one
+    version's rows: by cosine to the question (stored vectors; a text with none is embedded), fused with
+    BM25 when ``lexical(positions)`` gives the rows' scores, and the question's ``language`` first in a
+    document published in several."""
     rows = chunks.rows(doc_ids, narrowing)
     if not rows.num_rows:
         return []
@@ -142,10 +161,17 @@ def rank_in_version(
     if missing:
         lacking = rows.take(pa.array(missing, pa.int64()))
         stored = stored | dict(zip([hashes[n] for n in missing], embed(chunks.texts(lacking)), strict=True))
-    scores = _cosine(np.stack([stored[h] for h in hashes]).astype(np.float32, copy=False), query_vector)
-    ids = rows.column("chunk_id").to_pylist()
-    docs = rows.column("doc_id").to_pylist()
-    order = sorted(range(len(ids)), key=lambda n: (-float(scores[n]), ids[n]))
+    cosine = _cosine(np.stack([stored[h] for h in hashes]).astype(np.float32, copy=False), query_vector)
+    bm25 = lexical(chunks.positions(rows)) if lexical is not None else None
+    ids, docs = rows.column("chunk_id").to_pylist(), rows.column("doc_id").to_pylist()
+    languages = rows.column("language").to_pylist()
+    fused = _fused(cosine, bm25)
+    order = sorted(range(len(ids)), key=lambda n: (-fused[n], ids[n]))
+    if language is not None:  # the question's language first, document by document
+        spoken = {d for d, lang in zip(docs, languages, strict=True) if lang == language}
+        order = [n for n in order if docs[n] not in spoken or languages[n] == language] + [
+            n for n in order if docs[n] in spoken and languages[n] != language
+        ]  # fmt: skip
     kept: dict[str, int] = {}
     best = []
     for n in order:
@@ -154,12 +180,32 @@ def rank_in_version(
             best.append(n)
     chosen = rows.take(pa.array(best, pa.int64()))
     texts = chunks.texts(chosen)
-    return [
-        _row_chunk(row, text, float(scores[n])) for n, row, text in zip(best, chosen.to_pylist(), texts, strict=True)
-    ]
+    out = []
+    for n, row, text in zip(best, chosen.to_pylist(), texts, strict=True):
+        scores = {"vector": float(cosine[n]), "lexical": float(bm25[n]) if bm25 is not None else None,
+                  "fused": float(fused[n]) if bm25 is not None else None}  # fmt: skip
+        out.append(row_chunk(row, text, float(fused[n]), "identifier", **scores))
+    return out
 
 
-def _row_chunk(row: dict[str, Any], text: str, score: float) -> Chunk:
+def _fused(cosine: np.ndarray, bm25: np.ndarray | None) -> np.ndarray:
+    """Reciprocal-rank fusion of the cosine and BM25 orders of the same rows (cosine alone without BM25; a
+    row with no lexical match takes no lexical rank)."""
+    if bm25 is None:
+        return cosine
+    fused = 1.0 / (RRF_K + 1 + _ranks(-cosine))
+    matched = bm25 > 0
+    fused[matched] += 1.0 / (RRF_K + 1 + _ranks(-bm25[matched]))
+    return fused
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    ranks = np.empty(len(values), dtype=np.float64)
+    ranks[np.argsort(values, kind="stable")] = np.arange(len(values))
+    return ranks
+
+
+def row_chunk(row: dict[str, Any], text: str, score: float, found_by: str = "identifier", **scores: Any) -> Chunk:
     """A chunk from a version row, shaped as the index's metadata would give it (lists capped, no empties)."""
     return Chunk(
         chunk_id=str(row["chunk_id"]),
@@ -170,6 +216,9 @@ def _row_chunk(row: dict[str, Any], text: str, score: float) -> Chunk:
         score=score,
         point_labels=tuple(str(p) for p in (row["point_labels"] or [])[:LIST_CAP]),
         annex=int(row["annex"]) if row["annex"] is not None else None,
+        language=row.get("language"),
+        found_by=found_by,
+        **scores,
     )
 
 
@@ -217,4 +266,6 @@ def _chunk(chunk_id: str, meta: Any, text: str | None, score: float) -> Chunk:
         score=score,
         point_labels=tuple(str(p) for p in meta.get("point_labels") or []),
         annex=int(meta["annex"]) if meta.get("annex") is not None else None,
+        language=meta.get("language"),
+        vector=score,
     )

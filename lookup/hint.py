@@ -7,6 +7,7 @@ Format (the seed's): «✓ 'ст. 182 ТК РК' → Трудовой кодек
 
 from __future__ import annotations
 
+from lookup.fetch import Chunk
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import DocInfo, Match
 
@@ -15,7 +16,35 @@ REFUSE = "Скажи: «этого документа нет в моей баз�
 REFUSE_ARTICLE = "Скажи: «этой статьи нет в моей базе». Не выдумывай."
 # A document in force needs no remark; one that lost force must be said, so the answer does not cite it as law.
 _STATUS_WORDS = {"in_force": "", "updated": "", "unknown": ""}  # repealed: repeal_words (when and by which act)
-NO_IDENTIFIER = "В вопросе нет номеров документов: источники найдены смысловым поиском, проверь их по тексту."
+NO_IDENTIFIER = (
+    "В вопросе нет номеров документов. Источники ниже — кандидаты, найденные по тексту вопроса, а не по номеру: "
+    "проверь, отвечают ли они на вопрос, прежде чем ссылаться на них."
+)
+# How the vector half finds chunks, said as it is: hashed character n-grams match spelling, not meaning.
+VECTOR_METHOD = {
+    "hash": "по сходству написания (хеш символьных n-грамм, не смысл)",
+    "e5": "по смыслу (модель multilingual-e5-small)",
+    "st": "по смыслу (модель {name})",
+    "openai": "по смыслу (модель {name})",
+}
+_HOW = {"both": "{vector} и по словам вопроса (BM25)", "vector": "{vector}", "lexical": "по словам вопроса (BM25)"}
+
+
+def vector_method(spec: str) -> str:
+    """The words for how an embedder finds chunks, from its spec (``hash``, ``e5``, ``openai:…?model=M``)."""
+    kind = spec.split(":", 1)[0].split("?", 1)[0]
+    name = spec.rsplit("model=", 1)[-1].split("&", 1)[0] if "model=" in spec else spec.rsplit("/", 1)[-1]
+    return VECTOR_METHOD.get(kind, VECTOR_METHOD["st"]).format(name=name)
+
+
+def plain_words_hint(found: list[Chunk], docs: dict[str, DocInfo], method: str) -> str:
+    """The note for a question with no identifier: each source, and how it was found."""
+    lines = [NO_IDENTIFIER]
+    for n, chunk in enumerate(found, 1):
+        doc = docs.get(chunk.doc_id)
+        where = describe(doc, tuple(chunk.article_labels[:1])) if doc else chunk.doc_id
+        lines.append(f"[{n}] {where} — найден {_HOW.get(chunk.found_by, _HOW['vector']).format(vector=method)}")
+    return "\n".join(lines)
 
 
 def describe(

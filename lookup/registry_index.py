@@ -53,6 +53,7 @@ class DocInfo:
     repealed_by: str | None = None
     repealed_on: dt.date | None = None
     replaced_by: str | None = None
+    languages: frozenset[str] = frozenset()  # the languages the document is published in
 
     @property
     def ref(self) -> str:
@@ -285,6 +286,7 @@ def _doc_info(row: dict[str, Any]) -> DocInfo:
         repealed_by=row.get("repealed_by"),
         repealed_on=row.get("repealed_on"),
         replaced_by=row.get("replaced_by"),
+        languages=frozenset(row.get("languages") or ([row["language"]] if row.get("language") else [])),
     )
 
 

@@ -14,15 +14,20 @@ import os
 import shutil
 import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from enrich.storage import read_parquet
 from lookup.errors import LookupProblem
-from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, vector_search
+from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
+from lookup.fusion import Candidate, fuse, language_first, question_language
 from lookup.grammar import parse
-from lookup.hint import hint
+from lookup.hint import hint, plain_words_hint, vector_method
 from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
@@ -170,19 +175,72 @@ class Lookup:
         vector = self.embedder.embed_queries([query])[0]
         return self._fetch(self.snapshot(), doc_ids, vector, k_per_doc, Narrowing(tuple(articles or ())))
 
-    def _fetch(self, snap: Snapshot, docs: list[str], vector: Any, k_per_doc: int, narrowing: Narrowing) -> list[Chunk]:
+    def _fetch(
+        self, snap: Snapshot, docs: list[str], vector: Any, k_per_doc: int, narrowing: Narrowing, query: str = ""
+    ) -> list[Chunk]:
         if snap.chunks is None:  # data written before versions: only the index has the chunks
             return fetch_chunks_by_doc_ids(
                 docs, "", k_per_doc, narrowing.articles, collection=self.collection, embedder=self.embedder,
                 query_vector=vector, sections=narrowing.sections, points=narrowing.points,
                 in_annex=narrowing.in_annex,
             )  # fmt: skip
+        lexical = _row_scores(snap, query) if query else None
+        language = question_language(query) if query else None
         return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.get,
-                               self.embedder.embed_passages)  # fmt: skip
+                               self.embedder.embed_passages, lexical, language)  # fmt: skip
+
+    def plain_words(self, snap: Snapshot, query: str, k: int) -> list[Chunk]:
+        """A question with no identifier: the index's nearest chunks and BM25's best, fused by rank, the
+        question's language first (:mod:`lookup.fusion`). Without a lexical index (a version built before
+        them): the nearest chunks alone."""
+        depth = max(FUSION_DEPTH, k)
+        nearest = vector_search(query, depth, collection=self.collection, embedder=self.embedder,
+                                published=snap.published)  # fmt: skip
+        if snap.lexical is None or snap.chunks is None:
+            return nearest[:k]
+        by_id = {c.chunk_id: c for c in nearest}
+        found = snap.lexical.top(query, depth)
+        rows = snap.chunks.at([p for p, _ in found])
+        lexical_rows = dict(zip(rows.column("chunk_id").to_pylist(), range(rows.num_rows), strict=True))
+        vector = [Candidate(c.chunk_id, c.doc_id, c.language, n, c.vector) for n, c in enumerate(nearest, 1)]
+        lexical = [
+            Candidate(str(i), str(d), lang, n, score)
+            for n, (i, d, lang, (_, score)) in enumerate(
+                zip(*(rows.column(c).to_pylist() for c in ("chunk_id", "doc_id", "language")), found, strict=True), 1
+            )
+        ]
+        lexical = [Candidate(c.chunk_id, c.doc_id, c.language, lexical_rank=c.vector_rank,
+                             lexical_score=c.vector_score) for c in lexical]  # fmt: skip
+        language = question_language(query)
+        ranked = language_first(fuse(vector, lexical), language, snap.bilingual(language))[:k]
+        from_rows = [c for c in ranked if c.chunk_id not in by_id]
+        picked = rows.take(pa.array([lexical_rows[c.chunk_id] for c in from_rows], pa.int64()))
+        texts = dict(zip([c.chunk_id for c in from_rows], snap.chunks.texts(picked), strict=True))
+        row_of = dict(zip([c.chunk_id for c in from_rows], picked.to_pylist(), strict=True))
+        out = []
+        for c in ranked:
+            how = "both" if c.vector_rank and c.lexical_rank else "vector" if c.vector_rank else "lexical"
+            base = by_id.get(c.chunk_id)
+            if base is None:
+                base = row_chunk(row_of[c.chunk_id], texts[c.chunk_id], c.fused, how)
+            out.append(dataclasses.replace(base, score=c.fused, found_by=how, vector=c.vector_score,
+                                           lexical=c.lexical_score, fused=c.fused))  # fmt: skip
+        return out
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         snap = self.snapshot()
         return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=snap.published)
+
+    def lexical_search(self, query: str, k: int = 10) -> list[Chunk]:
+        """BM25 alone over the published version (the evaluation's lexical column); empty without an index."""
+        snap = self.snapshot()
+        if snap.lexical is None or snap.chunks is None:
+            return []
+        found = snap.lexical.top(clean_query(query), k)
+        rows = snap.chunks.at([p for p, _ in found])
+        texts = snap.chunks.texts(rows)
+        return [row_chunk(row, text, score, "lexical", lexical=score)
+                for row, text, (_, score) in zip(rows.to_pylist(), texts, found, strict=True)]  # fmt: skip
 
     def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
         """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first), all from the
@@ -199,22 +257,21 @@ class Lookup:
         capped = len(identifiers) > MAX_IDENTIFIERS
         identifiers = identifiers[:MAX_IDENTIFIERS] if not capped else parse(query, limit=MAX_IDENTIFIERS)
         if not identifiers:
-            nearest = vector_search(query, k, collection=self.collection, embedder=self.embedder,
-                                    published=snap.published)  # fmt: skip
-            return RouteResult(query, "no_identifier", [], [], nearest, hint([], snap.registry.docs),
-                               version=snap.version)  # fmt: skip
+            nearest = self.plain_words(snap, query, k)
+            note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec))
+            return RouteResult(query, "no_identifier", [], [], nearest, note, version=snap.version)
         matches = snap.registry.resolve(identifiers)
         plan = fetch_plan(matches)
         vector = self.embedder.embed_queries([query])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
             docs = [d for d, n in plan.items() if n == narrowing]
-            found = self._fetch(snap, docs, vector, k_per_doc, narrowing)
+            found = self._fetch(snap, docs, vector, k_per_doc, narrowing, query)
             if not found and (narrowing.sections or narrowing.points):  # not chunked on its own: the whole doc
-                found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles))
+                found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles), query)
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
-        chunks += self._replacements(snap, matches, k_per_doc, vector)
+        chunks += self._replacements(snap, matches, k_per_doc, vector, query)
         status = overall_status(matches)
         note = hint(matches, snap.registry.docs, snap.lineage)
         if capped:
@@ -223,7 +280,9 @@ class Lookup:
         return RouteResult(query, status, identifiers, matches, chunks, note, list(plan),
                            {k: v for k, v in changed.items() if v}, snap.version)  # fmt: skip
 
-    def _replacements(self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: Any) -> list[Chunk]:
+    def _replacements(
+        self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: Any, query: str
+    ) -> list[Chunk]:
         """Chunks of the acts that replaced a repealed act the question found, marked as such, after the rest."""
         docs = snap.registry.docs
         out: list[Chunk] = []
@@ -231,9 +290,20 @@ class Lookup:
             doc = docs.get(m.doc_ids[0]) if m.status == "exact" else None
             if doc is None or doc.status != "repealed" or doc.replaced_by not in docs:
                 continue
-            found = self._fetch(snap, [str(doc.replaced_by)], vector, k_per_doc, Narrowing())
+            found = self._fetch(snap, [str(doc.replaced_by)], vector, k_per_doc, Narrowing(), query)
             out += [dataclasses.replace(c, replaces=doc.doc_id) for c in found]
         return out
+
+
+FUSION_DEPTH = 50  # candidates each ranking gives the fusion
+
+
+def _row_scores(snap: Snapshot, query: str) -> Callable[[np.ndarray], np.ndarray] | None:
+    """BM25 of the version's rows at given positions, for ranking inside named documents (None: no index)."""
+    if snap.lexical is None:
+        return None
+    scores = snap.lexical.scores(query)
+    return lambda positions: scores[positions]
 
 
 def _changed_by(lineage: LineageIndex, match: Match) -> list[Change]:

@@ -29,8 +29,10 @@ from lookup.lineage import LineageIndex
 from lookup.published import PublishedChunks, first_ids
 from lookup.registry_index import MAX_CANDIDATES, RegistryIndex
 from schemas.published import current_version, read_manifest, versions_dir
+from vectors.lexical import LexicalIndex
 
-COLUMNS = ("chunk_id", "doc_id", "text_hash", "code_articles", "article_labels", "point_labels", "annex", "path")
+COLUMNS = ("chunk_id", "doc_id", "language", "text_hash", "code_articles", "article_labels", "point_labels", "annex",
+           "path")  # fmt: skip
 DOCS_KEPT = 256  # documents whose chunk rows (no text) a long-lived reader keeps
 
 
@@ -52,6 +54,8 @@ class VersionChunks:
         self.path = path
         self.file = pq.ParquetFile(path, pre_buffer=False)
         self.firsts = first_ids(self.file)  # None: not in chunk id order (older data): read whole
+        meta = self.file.metadata
+        self.starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
         self._docs: OrderedDict[str, pa.Table] = OrderedDict()
 
     def rows(self, doc_ids: Sequence[str], narrowing: Narrowing = Narrowing()) -> pa.Table:
@@ -60,6 +64,29 @@ class VersionChunks:
         tables = [self._doc(d) for d in dict.fromkeys(doc_ids)]
         table = pa.concat_tables(tables) if tables else self._empty()
         return narrow(table, narrowing)
+
+    def at(self, positions: Sequence[int]) -> pa.Table:
+        """The rows (:data:`COLUMNS`, ``_group``, ``_row``) at these positions of the file, in that order
+        (what the lexical index calls its documents)."""
+        if not positions:
+            return self._empty()
+        where = np.asarray(positions, dtype=np.int64)
+        groups = np.searchsorted(self.starts, where, side="right") - 1
+        parts, order = [], []
+        for group in sorted(set(groups.tolist())):
+            picked = np.flatnonzero(groups == group)
+            inside = pa.array(where[picked] - self.starts[group], pa.int64())
+            part = self._read(group, list(COLUMNS)).take(inside)
+            part = part.append_column("_group", pa.repeat(pa.scalar(group, pa.int32()), part.num_rows))
+            parts.append(part.append_column("_row", inside.cast(pa.int32())))
+            order += picked.tolist()
+        table = pa.concat_tables(parts)
+        return table.take(pa.array(np.argsort(order), pa.int64()))
+
+    def positions(self, rows: pa.Table) -> np.ndarray:
+        """Each row's position in the file (the lexical index's document number)."""
+        groups = rows.column("_group").to_numpy()
+        return np.asarray(self.starts[groups] + rows.column("_row").to_numpy(), dtype=np.int64)
 
     def texts(self, rows: pa.Table) -> list[str]:
         """The text of each row of ``rows`` (as :meth:`rows` returned them), reading only their row groups."""
@@ -142,6 +169,7 @@ class Snapshot:
     lineage: LineageIndex
     chunks: VersionChunks | None
     published: PublishedChunks | None
+    lexical: LexicalIndex | None = None  # None: a version built before lexical indexes
 
     @classmethod
     def open(cls, home: Path, max_candidates: int = MAX_CANDIDATES) -> Snapshot:
@@ -163,8 +191,15 @@ class Snapshot:
         chunks = VersionChunks(chunks_path) if chunks_path.exists() else None
         published = PublishedChunks(chunks_path) if version and chunks_path.exists() else None
         embedder = read_manifest(folder).embedder if version else None
+        lexical = LexicalIndex.open(folder) if chunks is not None else None
+        if lexical is not None and chunks is not None and lexical.size != chunks.file.metadata.num_rows:
+            lexical = None  # not this version's chunks: answer without it rather than from another's rows
         return cls(home, version, folder, embedder, registry, LineageIndex.load_file(folder / "lineage.parquet"),
-                   chunks, published)  # fmt: skip
+                   chunks, published, lexical)  # fmt: skip
+
+    def bilingual(self, language: str) -> set[str]:
+        """Documents published in ``language`` and in at least one other."""
+        return {d for d, info in self.registry.docs.items() if language in info.languages and len(info.languages) > 1}
 
     def is_current(self) -> bool:
         return current_version(self.home) == self.version

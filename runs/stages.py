@@ -78,6 +78,7 @@ from schemas.published import Manifest, check_home, versions_dir
 from vectors.embed import identified
 from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
+from vectors.lexical import LEXICAL, build_lexical
 
 # --- begin ----------------------------------------------------------------------------------------------
 
@@ -228,6 +229,11 @@ def enrich(state_path: Path | str) -> Path:
             staging.mkdir(parents=True, exist_ok=True)
             for name in VERSION_TABLES:
                 os.replace(out / name, staging / name)
+    with timed(info, "lexical"):
+        if not state.same:
+            build_lexical(staging / "enriched_chunks.parquet", staging / LEXICAL)
+        elif previous is not None and not (previous.folder / LEXICAL).exists():  # a version from before BM25
+            build_lexical(previous.folder / "enriched_chunks.parquet", previous.folder / LEXICAL)
     info.rejected = rejects_table.num_rows
     state.update(info, Stage.ENRICHED)
     return state.path

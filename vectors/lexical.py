@@ -1,0 +1,149 @@
+"""The lexical half of retrieval: BM25 over chunk text, one index per published version.
+
+Words carry what embeddings blur («беременн…», «вахт…», «сверхурочн…»), so a question without an identifier
+is answered by fusing this ranking with the vector one (:mod:`lookup.fusion`).
+
+- Analysis per language: a chunk's words are lower-cased, stop words dropped, and stemmed by its language:
+  Russian and English by Snowball (PyStemmer); Kazakh, which Snowball lacks, has its Kazakh letters folded
+  to the Russian ones a keyboard without them types (қ→к, ү→у, ә→а…) and is cut to its first
+  :data:`KAZAKH_PREFIX` letters (an agglutinative word keeps its root up front; measured against a suffix
+  stripper and against none in ``benchmarks/README.md``). A question's words are analysed all three ways
+  (the union of the terms), so a Kazakh question typed in Russian letters still meets the Kazakh text.
+- Built by a run from the staged version's chunks, streamed in batches (token ids, not strings, are held:
+  four bytes a token), saved with the version under ``lexical/`` and published with it, atomically.
+- Read memory-mapped (``bm25s``): opening it reads the vocabulary, not the corpus. Document ``i`` of the
+  index is row ``i`` of the version's ``enriched_chunks.parquet``.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+
+LEXICAL = "lexical"  # the folder in a version
+KAZAKH_PREFIX = 5
+_WORD = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:-[0-9a-zа-яёәғқңөұүһі]+)*")
+_KAZAKH_FOLD = str.maketrans("әғқңөұүһі", "агкноуухи")
+
+
+def _word_set(*lines: str) -> frozenset[str]:
+    return frozenset(word for line in lines for word in line.split())
+
+
+# Words that occur in almost every chunk or question and say nothing of its subject.
+_STOP = _word_set(
+    "и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот",
+    "от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь опять",
+    "уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтоб",
+    "без будто чего раз тоже себе под будет ж тогда кто этот того потому этого какой совсем ним здесь этом",
+    "один почти мой тем чтобы нее сейчас были куда зачем всех никогда можно при наконец два об другой хоть",
+    "после над больше тот через эти нас про всего них какая много разве три эту моя впрочем хорошо свою этой",
+    "перед иногда лучше чуть том нельзя такой им более всегда конечно всю между сколько каков какова каково",
+    "какие ли ма ме ба бе па пе және мен бен пен де да та те үшін бойынша осы бұл ол сол қандай қанша канша",
+    "кандай the a an of to in and or for on by is are be with as at that this from it its",
+)
+
+
+@functools.cache
+def _stemmer(language: str) -> object:
+    import Stemmer
+
+    return Stemmer.Stemmer(language)
+
+
+def words(text: str) -> list[str]:
+    return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
+
+
+def kazakh_terms(found: list[str], prefix: int = KAZAKH_PREFIX) -> list[str]:
+    return [w.translate(_KAZAKH_FOLD)[:prefix] for w in found]
+
+
+def terms(text: str, language: str | None) -> list[str]:
+    """A chunk's terms, analysed by its language (``rus``, ``kaz``, ``eng``; anything else as Russian)."""
+    found = words(text)
+    if language == "kaz":
+        return kazakh_terms(found)
+    return list(_stemmer("english" if language == "eng" else "russian").stemWords(found))  # type: ignore[attr-defined]
+
+
+def query_terms(text: str) -> list[str]:
+    """A question's terms: every word analysed as Russian, Kazakh and English (deduplicated, in order)."""
+    found = words(text)
+    analysed = [*terms(text, "rus"), *kazakh_terms(found), *terms(text, "eng")]
+    return list(dict.fromkeys(analysed))
+
+
+BATCH = 4_096
+
+
+def build_lexical(enriched: Path, out: Path) -> int:
+    """The BM25 index of a version's chunks (``enriched``, in file order) written to ``out`` (replaced whole,
+    via a temporary folder); returns the number of chunks."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+
+    vocab: dict[str, int] = {}
+    ids: list[np.ndarray] = []
+    reader = pq.ParquetFile(enriched, pre_buffer=False)
+    for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language"]):
+        for text, language in zip(batch.column("text").to_pylist(), batch.column("language").to_pylist(), strict=True):
+            found = terms(text or "", language)
+            ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in found), dtype=np.int32, count=len(found)))
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    retriever = bm25s.BM25()
+    if ids:
+        retriever.index(Tokenized(ids=[list(a) for a in ids], vocab=vocab), show_progress=False)
+        retriever.save(str(tmp), show_progress=False)
+    else:
+        tmp.mkdir(parents=True)
+    shutil.rmtree(out, ignore_errors=True)
+    os.replace(tmp, out)
+    return len(ids)
+
+
+class LexicalIndex:
+    """One version's BM25 index, memory-mapped."""
+
+    def __init__(self, folder: Path) -> None:
+        import bm25s
+
+        self.folder = folder
+        self.retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
+        self.size = int(self.retriever.scores.get("num_docs", 0)) if self.retriever.scores else 0
+
+    @classmethod
+    def open(cls, version_folder: Path) -> LexicalIndex | None:
+        """The version's index, or None for a version built before lexical indexes existed."""
+        folder = version_folder / LEXICAL
+        return cls(folder) if (folder / "params.index.json").exists() else None
+
+    def scores(self, question: str) -> np.ndarray:
+        """BM25 of every chunk of the version (row order) for the question's terms."""
+        known = [t for t in query_terms(question) if t in self.retriever.vocab_dict]
+        if not known or not self.size:
+            return np.zeros(self.size, np.float32)
+        return np.asarray(self.retriever.get_scores(known), dtype=np.float32)
+
+    def top(self, question: str, k: int, rows: Iterable[int] | None = None) -> list[tuple[int, float]]:
+        """The ``k`` best rows (restricted to ``rows`` when given) with a positive score, best first."""
+        scores = self.scores(question)
+        if rows is not None:
+            wanted = np.fromiter(rows, dtype=np.int64)
+            picked = scores[wanted]
+            order = np.argsort(-picked, kind="stable")[:k]
+            return [(int(wanted[i]), float(picked[i])) for i in order if picked[i] > 0]
+        k = min(k, len(scores))
+        if not k:
+            return []
+        best = np.argpartition(-scores, k - 1)[:k]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [(int(i), float(scores[i])) for i in best if scores[i] > 0]
