@@ -43,6 +43,9 @@ def run_command(
         typer.Option("--max-shrink", min=0.0, max=1.0, help="Largest share of docs or chunks a run may delete."),
     ] = 0.10,
     keep: Annotated[int, typer.Option("--keep", min=1, help="Published versions to keep for rollback.")] = 5,
+    workers: Annotated[
+        int, typer.Option("--workers", min=1, max=64, help="Processes that embed new texts at once (a real model).")
+    ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON on the last line.")] = False,
 ) -> None:
     """Extract, build the registry, enrich chunks and index what changed; publish a new version.
@@ -62,7 +65,8 @@ def run_command(
         keep_versions=keep,
     )
     with failing("run"), progress() as bar:
-        info = run(list(source or []), home, chroma_url, embedder_for(home, embedder), reporter_for(bar), options)
+        info = run(list(source or []), home, chroma_url, embedder_for(home, embedder), reporter_for(bar), options,
+                   workers)  # fmt: skip
     if as_json:
         print_json(info.as_dict())
         return

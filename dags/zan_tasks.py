@@ -10,7 +10,8 @@ Settings (environment of the workers; defaults fit the docker-compose deployment
 ``ZAN_FETCH_RSS`` an RSS index URL · ``ZAN_SOURCE_ROOTS`` more folders a backfill's ``sources`` may name (it
 may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZAN_ADILET_URL`` site root ·
 ``ZAN_CHROMA_URL`` Chroma server (else embedded under ZAN_HOME) ·
-``ZAN_EMBEDDER`` ``hash`` or ``st:/models/bge-m3`` · ``ZAN_SHARDS`` extract shards.
+``ZAN_EMBEDDER`` ``e5`` (default: multilingual-e5-small in-process), ``hash``, ``st:/models/x`` or
+``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def plan(fetched: dict[str, Any] | None = None) -> list[str]:
     chosen = terminal(confined_sources, scoped, roots) if scoped else [] if options.only or options.since else sources()
     state = terminal(
         stages.begin, home(), chosen, options, setting("ZAN_CHROMA_URL") or None,
-        setting("ZAN_EMBEDDER", "hash"), int(setting("ZAN_SHARDS", "4")),
+        setting("ZAN_EMBEDDER", "e5"), int(setting("ZAN_SHARDS", "4")),
     )  # fmt: skip
     return [f"{state}#{n}" for n in range(len(stages.RunState.load(state).shards))]
 
@@ -139,6 +140,23 @@ def enrich(state: str) -> str:
     from runs import stages
 
     return str(terminal(stages.enrich, state))
+
+
+@task
+def plan_embed(state: str) -> list[str]:
+    """The texts the version needs vectors for, split into ``ZAN_EMBED_SHARDS`` shards (one ``state#n`` each)."""
+    from runs.embedding import plan_embedding
+
+    return list(terminal(plan_embedding, state, int(setting("ZAN_EMBED_SHARDS", setting("ZAN_SHARDS", "4")))))
+
+
+@task
+def embed(shard_ref: str) -> int:
+    """Embed one shard into the vector store (mapped: shards run on any worker at once, never colliding)."""
+    from runs.embedding import embed_shard
+
+    state, shard = shard_ref.rsplit("#", 1)
+    return int(terminal(embed_shard, state, int(shard)))
 
 
 @task
@@ -184,11 +202,13 @@ def finish(shard_refs: list[str]) -> dict[str, Any]:
 
 
 def wire(fetched: Any = None) -> None:
-    """plan → extract (mapped over shards) → registry → enrich → index → validate → publish → report;
-    the finish teardown last."""
+    """plan → extract (mapped over shards) → registry → enrich → plan_embed → embed (mapped over shards) →
+    index → validate → publish → report; the finish teardown last."""
     # TaskFlow calls take and return XComArgs at parse time, which the tasks' own signatures do not say
     planned: Any = plan(fetched)
     shards: Any = extract.expand(shard_ref=planned)
     merged: Any = registry(shards)
     state: Any = enrich(merged)
-    chain(index(state), validate(state), publish(state), report(state), finish(planned).as_teardown(setups=planned))
+    embedded: Any = embed.expand(shard_ref=plan_embed(state))
+    chain(embedded, index(state), validate(state), publish(state), report(state),
+          finish(planned).as_teardown(setups=planned))  # fmt: skip

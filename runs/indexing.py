@@ -93,10 +93,13 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         dim = embedder.dim
         check_room(home, index_bytes(to_embed, text_bytes, dim) + 4 * dim * len(hashes), f"index {to_embed} chunks")
         collection = get_collection(client.get(), embedder)
-        written, info.embedded = stream_changes(
-            home, state.run_id, collection, path, changes, embedder, store, force=options.force_reembed,
+        # texts the embed stage stored (forced ones included) are read back; only what it did not cover is embedded
+        force = options.force_reembed and not state.embedding
+        written, embedded_here = stream_changes(
+            home, state.run_id, collection, path, changes, embedder, store, force=force,
             progress=progress, held=clean, info=info,
         )  # fmt: skip
+        info.embedded = state.to_embed + embedded_here
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     state.update(info, Stage.INDEXED)
     return info

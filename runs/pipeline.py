@@ -24,6 +24,7 @@ from runs import lease, stages
 from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.changes import DIRTY, ChangeSet, count_classes, sorted_chunks
 from runs.diff import KEYS, ChangeClass, classify_stream
+from runs.embedding import embed_all, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
 from runs.memory import lean_arrow_memory
@@ -51,9 +52,11 @@ def run(
     embedder: Embedder | None = None,
     progress: Progress = _noop,
     options: RunOptions | None = None,
+    workers: int = 1,
 ) -> RunInfo:
     """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures. With no
-    embedder given, the published version's is used (the offline ``hash`` one for a new HOME)."""
+    embedder given, the published version's is used (the offline ``hash`` one for a new HOME). ``workers``:
+    processes that embed new texts at once (:mod:`runs.embedding`)."""
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
@@ -64,6 +67,8 @@ def run(
             stages.extract_shard(state, n, progress)
         stages.registry(state)
         stages.enrich(state)
+        if workers > 1:
+            embed_all(state, plan_embedding(state, workers), workers, progress)
         stages.index(state, embedder, progress)
         stages.validate(state)
         stages.publish(state)

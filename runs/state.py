@@ -212,6 +212,8 @@ class RunState:
     same: bool = False  # the run rebuilt exactly the published version
     rebuilt: list[str] = field(default_factory=list)
     file_keys: dict[str, str] = field(default_factory=dict)
+    embedding: list[str] = field(default_factory=list)  # the embed stage's shards (``state#n``), once planned
+    to_embed: int = 0  # the texts they hold
     info: dict[str, Any] = field(default_factory=dict)
 
     @property

@@ -23,7 +23,8 @@ from vectors.index import COLLECTION, open_client
 pytestmark = pytest.mark.airflow  # every test here runs Airflow (left out of make test-fast)
 
 DAGS = ROOT / "dags"
-STAGES = ["plan", "extract", "registry", "enrich", "index", "validate", "publish", "report", "finish"]
+STAGES = ["plan", "extract", "registry", "enrich", "plan_embed", "embed", "index", "validate", "publish", "report",
+          "finish"]  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -82,10 +83,11 @@ def test_structure_of_both_dags(dagbag: Any) -> None:
     assert [t.task_id for t in reextract.topological_sort()] == ["fetch", *STAGES]
     assert [t.task_id for t in backfill.topological_sort()] == STAGES
     chain = set(zip(STAGES, STAGES[1:], strict=False))
-    data = {("plan", "finish")} | {("enrich", t) for t in ("validate", "publish", "report")}  # the state path
+    data = {("plan", "finish")} | {("enrich", t) for t in ("index", "validate", "publish", "report")}  # state path
     assert _edges(backfill) == chain | data
     assert _edges(reextract) == chain | data | {("fetch", "plan")}
     assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
+    assert reextract.get_task("embed").is_mapped
     assert {a.name for a in reextract.get_task("publish").outlets} == {"zan_registry", "zan_index"}
     assert reextract.schedule == "@weekly" and backfill.schedule is None
     assert set(backfill.params) == {"doc_ids", "sources", "since", "force_reembed", "dry_run", "allow_shrink"}
@@ -120,6 +122,13 @@ def test_reextract_then_backfill_end_to_end(dagbag: Any, deployment: tuple[Path,
     first = dagbag.get_dag("zan_reextract").test()
     assert first.state == "success"
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
+    from schemas.published import published_dir, read_manifest
+
+    assert read_manifest(published_dir(home)).embedder_spec == "e5"  # the DAGs' default: a real model  # type: ignore[arg-type]
+    shards = [t for t in first.get_task_instances() if t.task_id == "embed"]
+    assert len(shards) == 3 and {t.state for t in shards} == {"success"}  # ZAN_SHARDS=3, mapped
+    parts = list((home / "vectors").rglob("part-*-s*.keys.npy"))
+    assert {p.name.split("-s")[1][0] for p in parts} == {"0", "1", "2"}  # each shard stored its own parts
     served = open_client(chroma_url=url).get_collection(COLLECTION)
     assert served.count() == len(_hashes(home)) == 81 and not (home / "chroma").exists()
     from lookup.route import Lookup

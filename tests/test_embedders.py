@@ -236,3 +236,32 @@ def test_the_key_variable_can_be_named_and_an_unknown_mode_is_refused(faults: Ca
     assert faults(key_env="MY_KEY").embed_passages(["a"]).shape == (1, 4)  # type: ignore[attr-defined]
     with pytest.raises(EmbedderError, match="mode"):
         make_embedder("openai:http://127.0.0.1:1/v1?model=m&mode=bogus")
+
+
+def test_workers_embed_in_shards_and_publish_what_one_process_publishes(tmp_path: Path) -> None:
+    """`zan run --workers 2`: the embed stage in two processes, each storing its own parts; the version and
+    the index hold what a run in one process makes, and nothing is embedded twice."""
+    import pyarrow.parquet as pq
+
+    from runs.pipeline import run as run_pipeline
+    from schemas.published import published_file
+
+    one, two = tmp_path / "one", tmp_path / "two"
+    first = run_pipeline([SAMPLE], one, embedder=make_embedder("e5"))
+    second = run_pipeline([SAMPLE], two, embedder=make_embedder("e5"), workers=2)
+    assert second.embedded == first.embedded > 0 and second.seconds.get("embed") is not None
+    parts = sorted(p.name for p in (two / "vectors").rglob("part-*.keys.npy"))
+    assert any("-s0" in p for p in parts) and any("-s1" in p for p in parts), parts
+
+    def hashes(home: Path) -> dict[str, str]:
+        table = pq.read_table(published_file(home, "enriched_chunks.parquet"), columns=["chunk_id", "text_hash"])
+        return dict(zip(*(table.column(c).to_pylist() for c in ("chunk_id", "text_hash")), strict=True))
+
+    assert hashes(one) == hashes(two)
+    from vectors.store import VectorStore
+
+    wanted = list(hashes(one).values())
+    a, b = VectorStore(one, first.embedder).get(wanted), VectorStore(two, second.embedder).get(wanted)
+    assert set(a) == set(b) == set(wanted) and min(float(a[h] @ b[h]) for h in wanted) > 0.999
+    again = run_pipeline([SAMPLE], two, embedder=make_embedder("e5"), workers=2)
+    assert again.status == "unchanged" and again.embedded == 0

@@ -1,0 +1,162 @@
+"""The embed stage: the texts a version needs vectors for, embedded in shards that never collide.
+
+A real model is the slow part of a run (multilingual-e5-small: a few chunks per CPU-second), so embedding is
+its own stage, between ``enrich`` and ``index``, split into shards:
+
+- :func:`plan_embedding` reads the staged version's chunks a batch at a time and keeps the distinct texts
+  the vector store has no vector for (a text embedded by any earlier run is never embedded again; with
+  ``--force-reembed``, every text in scope), dealt round-robin into ``work/embed-<n>.parquet`` files;
+- :func:`embed_shard` embeds one shard and stores its vectors as parts named by the run and the shard, so
+  shards run anywhere at once (the reextract DAG maps them across Celery workers; ``zan run --workers N``
+  across processes) and a shard retried after a crash stores the same part again;
+- the index stage then finds every vector in the store and embeds nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from enrich.storage import iter_parquet
+from extractors.files import atomic_writer
+from runs.build import Scope
+from runs.changes import forced_rows
+from runs.indexing import KnownHashes, prefixes
+from runs.state import Progress, RunState, timed
+from vectors.embed import EmbedderSpec, identified
+from vectors.embedders import make_embedder
+from vectors.store import VectorStore
+
+SHARD_SCHEMA = pa.schema([pa.field("text_hash", pa.string(), nullable=False), pa.field("text", pa.string())])
+BATCH = 64  # texts per call of the model
+PART = 2_048  # vectors per stored part
+
+
+def shard_path(state: RunState, shard: int) -> Path:
+    return state.work / f"embed-{shard:04d}.parquet"
+
+
+def plan_embedding(state_path: Path | str, shards: int = 1) -> list[str]:
+    """Split the texts to embed into ``shards`` files; returns one ``state#n`` reference per shard (at least
+    one, possibly empty). A dry run embeds nothing."""
+    state = RunState.load(state_path)
+    info, home, options = state.run_info(), Path(state.home), state.run_options
+    shards = max(1, shards)
+    refs = [f"{state.path}#{n}" for n in range(shards)]
+    with timed(info, "plan_embed"):
+        store = VectorStore(home, state.embedder_id)
+        store.upgrade()
+        known = KnownHashes.of(pa.array([], pa.string()) if options.force_reembed else store.hashes())
+        forced = forced_rows(Scope.from_json(state.scope), set(state.rebuilt)) if options.force_reembed else None
+        seen: set[int] = set()
+        count = 0
+        with _ShardWriters([shard_path(state, n) for n in range(shards)]) as writers:
+            if not options.dry_run:
+                path = state.tables_folder() / "enriched_chunks.parquet"
+                for table in iter_parquet(path, columns=["doc_id", "text_hash", "text"]):
+                    if forced is not None:
+                        table = table.filter(forced(table))
+                    heads = prefixes(table.column("text_hash"))
+                    fresh = ~known.contains(heads)
+                    keep = [n for n in np.flatnonzero(fresh) if int(heads[n]) not in seen]
+                    seen.update(int(heads[n]) for n in keep)
+                    picked = table.take(pa.array(keep, pa.int64())).select(["text_hash", "text"])
+                    count = writers.deal(picked, count)
+    state.embedding, state.to_embed = refs, count
+    state.update(info)
+    return refs
+
+
+class _ShardWriters:
+    """One parquet writer per shard (each file renamed into place when whole); rows are dealt round-robin so
+    shards take about the same time."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        self.paths = paths
+        self.stack = contextlib.ExitStack()
+        self.writers: list[pq.ParquetWriter] = []
+
+    def __enter__(self) -> _ShardWriters:
+        for path in self.paths:
+            handle = self.stack.enter_context(atomic_writer(path))
+            self.writers.append(self.stack.enter_context(pq.ParquetWriter(handle, SHARD_SCHEMA)))
+        return self
+
+    def deal(self, rows: pa.Table, start: int) -> int:
+        positions = (np.arange(rows.num_rows) + start) % len(self.writers)
+        for shard, writer in enumerate(self.writers):
+            part = rows.filter(pa.array(positions == shard))
+            if part.num_rows:
+                writer.write_table(part.cast(SHARD_SCHEMA))
+        return start + int(rows.num_rows)
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stack.__exit__(*exc)
+
+
+def embed_shard(state_path: Path | str, shard: int, threads: int | None = None,
+                progress: Progress | None = None) -> int:  # fmt: skip
+    """Embed one shard's texts (passages) into the vector store; returns how many. ``threads``: the model's
+    threads in this process (a worker given one core of several)."""
+    state = RunState.load(state_path)
+    path = shard_path(state, shard)
+    if not path.exists():
+        return 0
+    embedder = make_embedder(with_threads(state.embedder_spec, threads))
+    home = Path(state.home)
+    if identified(embedder, home) != state.embedder_id:
+        raise RuntimeError(f"shard {shard} of run {state.run_id} was planned for {state.embedder_id}")
+    store = VectorStore(home, state.embedder_id)
+    total = pq.ParquetFile(path).metadata.num_rows
+    done = 0
+    for block, table in enumerate(iter_parquet(path, PART)):
+        hashes, texts = table.column("text_hash").to_pylist(), table.column("text").to_pylist()
+        vectors: dict[str, np.ndarray] = {}
+        for start in range(0, len(texts), BATCH):
+            batch = [str(t or "") for t in texts[start : start + BATCH]]
+            vectors.update(zip(hashes[start : start + BATCH], embedder.embed_passages(batch), strict=True))
+            if progress:
+                progress("embed", done + start + len(batch), total)
+        store.put(f"{state.run_id}-s{shard}", vectors, block=block + 1)
+        done += len(texts)
+    return done
+
+
+def with_threads(spec: str, threads: int | None) -> str:
+    """The spec with the model's thread count set, for an in-process model (e5); others are left as they are."""
+    parsed = EmbedderSpec.parse(spec)
+    if not threads or parsed.kind != "e5":
+        return spec
+    return str(EmbedderSpec(parsed.kind, parsed.target, {**parsed.options, "threads": str(threads)}))
+
+
+def embed_all(state_path: Path | str, shards: list[str], workers: int = 1, progress: Progress | None = None) -> int:
+    """Run every shard: here when ``workers`` is 1, else in that many processes, each model given its share
+    of the cores. Returns the texts embedded."""
+    state = RunState.load(state_path)
+    info = state.run_info()
+    indices = [int(ref.rsplit("#", 1)[1]) for ref in shards]
+    with timed(info, "embed"):
+        if workers <= 1 or len(indices) <= 1:
+            embedded = sum(embed_shard(state_path, n, progress=progress) for n in indices)
+        else:
+            threads = max(1, (os.cpu_count() or 1) // workers)
+            # spawned, not forked: a fork after the model's OpenMP threads or Arrow's pools started can deadlock
+            spawn = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
+                embedded = sum(pool.map(_embed_in_worker, [(str(state_path), n, threads) for n in indices]))
+    state.update(info)
+    return embedded
+
+
+def _embed_in_worker(args: tuple[str, int, int]) -> int:
+    state_path, shard, threads = args
+    return embed_shard(state_path, shard, threads)
