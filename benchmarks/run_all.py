@@ -7,7 +7,8 @@ Sections: extraction MB/s against libxml2 parsing alone; the full build against 
 same records, and unchanged / metadata-only re-runs against the full build; zan against LangChain's indexing
 API (skipped, with the reason, when it is not installed); filtered fetch against Chroma's ``query(where)``,
 parse + resolve latency and ``Lookup.open`` at two registry sizes; peak memory of a full build at two corpus
-sizes 10× apart. The summary lists every goal with pass or FAIL; at the tiny size the verdicts are printed
+sizes 10× apart; the embed stage with the real model against the raw model and on 2 workers against 1, the
+BM25 build, fused plain-words lookups against a bare Chroma query. The summary lists every goal with pass or FAIL; at the tiny size the verdicts are printed
 but mean nothing (the sizes are too small to time), and the exit status only says whether every benchmark ran.
 """
 
@@ -31,6 +32,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_langchain.py": ["--chunks", "20000"],
         "bench_lookup.py": ["--chunks", "50000", "--docs", "1000", "--open-sizes", "5000", "50000"],
         "bench_memory.py": ["--small", "20000", "--factor", "10"],
+        "bench_semantic.py": ["--rounds", "2"],
     },
     "tiny": {
         "bench_extract.py": ["--rounds", "1"],
@@ -39,6 +41,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_lookup.py": ["--chunks", "2000", "--docs", "50", "--open-sizes", "200", "2000"],
         "bench_memory.py": ["--small", "300", "--factor", "10"],
         "bench_million.py": ["--chunks", "1500"],  # the million-chunk run's script, so it never rots
+        "bench_semantic.py": ["--tiny"],
     },
 }
 
