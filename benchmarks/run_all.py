@@ -8,7 +8,8 @@ same records, and unchanged / metadata-only re-runs against the full build; zan 
 API (skipped, with the reason, when it is not installed); filtered fetch against Chroma's ``query(where)``,
 parse + resolve latency and ``Lookup.open`` at two registry sizes; peak memory of a full build at two corpus
 sizes 10× apart; the embed stage with the real model against the raw model and on 2 workers against 1, the
-BM25 build, fused plain-words lookups against a bare Chroma query. The summary lists every goal with pass or FAIL; at the tiny size the verdicts are printed
+BM25 build, fused plain-words lookups against a bare Chroma query. The summary lists every goal with pass or FAIL;
+at the tiny size the verdicts are printed
 but mean nothing (the sizes are too small to time), and the exit status only says whether every benchmark ran.
 """
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 from extractors.notes import RelationKind
 from extractors.requisites import parse_date
-from schemas.identifiers import fold_dashes, normalize_space
+from schemas.identifiers import ARTICLE_LABEL, canonical_article_label, fold_dashes, normalize_space
 from schemas.kinds import DocType
 
-_ART = r"\d{1,4}(?:-\d{1,3})?"
+_ART = ARTICLE_LABEL
 _ARTS = rf"(?P<arts>{_ART}(?:\s*(?:,|и)\s*{_ART})*)"
 # «Внести в Закон … следующие изменения» / «1. В Кодекс … внести следующие изменения»
 _ACT_HEAD = re.compile(
@@ -78,7 +78,8 @@ def amendments(text: str) -> list[Amendment]:
         found = sorted((m.start(), kind, m.group("arts")) for kind, p in _OPERATIONS for m in p.finditer(block))
         seen: set[tuple[str, str]] = set()
         for _, kind, arts in found:
-            for article in re.split(r"\s*(?:,|и)\s*", arts):
+            for written_label in re.split(r"\s*(?:,|и)\s*", arts):
+                article = canonical_article_label(written_label) if written_label else ""
                 if article and (kind, article) not in seen:
                     seen.add((kind, article))
                     out.append(Amendment(kind, written[:400], act_type, parse_date(written), title, article))

@@ -25,7 +25,14 @@ from dataclasses import dataclass
 from typing import Literal
 
 from schemas.errors import ZanError
-from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
+from schemas.identifiers import (
+    ARTICLE_LABEL,
+    canonical_article_label,
+    canonical_law_number,
+    canonical_order_number,
+    fold_dashes,
+    normalize_space,
+)
 from schemas.kinds import DocType
 
 RelationKind = Literal["amended", "new_edition", "added", "excluded", "repealed", "suspended"]
@@ -48,7 +55,8 @@ class Relation:
 
 
 NOTE_START = re.compile(r"^\s*(?:Сноск[аи]|Ескерту)\b\.?\s*")
-_ART = r"\d{1,4}(?:-\d{1,3})?"
+_ART = ARTICLE_LABEL
+_POINT = r"\d{1,4}(?:-\d{1,3})?"  # a пункт's number (never «bis»)
 _ARTS = rf"{_ART}(?:\s*(?:,|и)\s*{_ART})*"
 _ROMAN_OR_NUM = r"[\dIVXLCІ]+(?:-\d+)?"
 
@@ -77,7 +85,7 @@ TARGETS: tuple[_Target, ...] = (  # fmt: skip
     _t(
         "point_ru",
         "point",
-        rf"^(?:Пункт|Подпункт|Часть)\s+(?P<point>{_ART}\)?)\s+статьи\s+(?P<label>{_ART})",
+        rf"^(?:Пункт|Подпункт|Часть)\s+(?P<point>{_POINT}\)?)\s+статьи\s+(?P<label>{_ART})",
         "Пункт 1 статьи 5 - с изменениями, внесенными Законом",
     ),
     _t(
@@ -205,9 +213,9 @@ def parse_note_counted(note: str) -> tuple[list[Relation], int]:
 def _labels(match: re.Match[str]) -> list[str]:
     groups = match.groupdict()
     if groups.get("labels"):
-        return [fold_dashes(x).replace(" ", "") for x in re.split(r"\s*(?:,|и)\s*", groups["labels"]) if x.strip()]
+        return [canonical_article_label(x) for x in re.split(r"\s*(?:,|и)\s*", groups["labels"]) if x.strip()]
     if groups.get("label") and (groups.get("of") or "стать").lower().startswith("стать"):
-        return [groups["label"]]
+        return [canonical_article_label(groups["label"])]
     return []
 
 

@@ -25,10 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from extractors.model import HeadingTally, Unit
-from schemas.identifiers import canonical_article_label, fold_dashes, normalize_space
+from schemas.identifiers import ARTICLE_LABEL, canonical_article_label, fold_dashes, normalize_space
 
 # An article number has at most 4 digits (no act has 10 000 articles): «Статья 3000000000.» is not a heading.
-_LABEL = r"(\d{1,4}(?:\s*-\s*\d{1,3})?(?:\s*(?:bis|ter|quater)\b)?)(?!\d)"
+_LABEL = rf"({ARTICLE_LABEL})(?!\d)"
 # Article headings, one row per language. A quoted heading («"Статья 11.») never matches: it starts with a quote.
 ARTICLE_HEADINGS = (
     re.compile(rf"^(?:Статья|СТАТЬЯ)\s+{_LABEL}(?:\s*\.\s*|\s*$|\s+(?=[А-ЯЁA-Z«\"]))(?P<title>.*)$"),

@@ -30,7 +30,9 @@ from dataclasses import dataclass, replace
 from lookup.identifier import Identifier
 
 # Identifier kinds that name a document (an article alone does not).
-DOCUMENT_KINDS = frozenset({"adilet_id", "law_number", "order", "registration", "standard", "code_article"})
+DOCUMENT_KINDS = frozenset(
+    {"adilet_id", "law_number", "order", "registration", "standard", "code_article", "title", "code_name"}
+)
 _ADJACENT = re.compile(r"[\s,:()«»\"–—-]*(?:(?:of|in)\s+(?:the\s+)?)?[\s,:()«»\"–—-]*", re.IGNORECASE)
 _ADJACENT_MAX = 16
 _CLAUSE_END = re.compile(r"[.;?!\n]\s")

@@ -24,6 +24,7 @@ from lookup.identifier import Identifier, IdentifierKind, Row
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
+    ARTICLE_LABEL,
     canonical_adilet_id,
     canonical_article_label,
     canonical_law_number,
@@ -32,6 +33,7 @@ from schemas.identifiers import (
     fold_lookalikes,
     normalize_space,
     order_key,
+    title_key,
 )
 from schemas.kinds import DocType
 
@@ -39,7 +41,7 @@ from schemas.kinds import DocType
 # Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
 _UP = "A-ZА-ЯЁӘҒҚҢӨҰҮҺІ"
 NUM_SIGN = r"(?:№|(?<!\w)N(?=\s?\d)|(?<!\w)No\.?)"
-ART = r"(?P<art>\d{1,4}(?:-\d{1,3})?)(?![\d.,]\d|-?\d)"
+ART = rf"(?P<art>{ARTICLE_LABEL})(?![\d.,]\d|-?\d)"
 ART_WORD = r"\b(?:[Сс]т(?:ать[а-яё]*|\.)|СТАТЬ[А-ЯЁ]*|Article|Art\.)"
 PARA_RU = r"(?:\b(?P<pw>[Пп]п\.|[Пп](?:ункт[а-я]*|\.)|[Чч](?:аст[а-я]*|\.))\s*(?P<para>\d{1,3}(?:\.\d{1,3})?)\s*,?\s*)"
 BAP = r"\s*-?\s*(?:бап|баб)\w*"
@@ -117,6 +119,20 @@ def _issuer_regex(group: str = "issuer") -> str:
     return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL}|{LOCAL_ISSUER})"
 
 
+_TITLE_WORD = r"\b(?:[Зз]акон\w*|[Пп]остановлени\w*|[Пп]риказ\w*|[Уу]каз\w*)"
+# a title in guillemets with up to two levels of guillemets inside («О внесении … в приказ … «Об … «Фонд …»»»),
+# bounded (a question is at most 2 000 characters); only the inner alternative can take «, so it stays linear
+_NESTED = r"«[^«»]{0,2000}»"
+_IN_GUILLEMETS = rf"(?:[^«»]|«(?:[^«»]|{_NESTED}){{0,2000}}»){{3,2000}}"
+# the words of an unquoted title: Cyrillic words, up to the first word that starts the question itself or
+# names a part of the act (a digit, a punctuation mark or the end also ends it); bounded, so linear
+_TITLE_STOP = (
+    r"(?:стать\w*|ст|пункт\w*|п|глав\w*|что|как\w*|сколько|можно|ли|кто|когда|где|почему|зачем|это|в\s+част\w*"
+    r"|говорит|гласит|сказано|написано|regarding)"
+)
+_TITLE_WORDS = rf"[а-яёА-ЯЁ-]{{1,40}}(?:\s+(?!{_TITLE_STOP}(?![а-яё]))[а-яёА-ЯЁ-]{{1,40}}){{0,14}}"
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Builders: a match → an Identifier (or None when the match is not one after all).
 
@@ -153,6 +169,36 @@ def _article(m: re.Match[str]) -> Identifier:
     return Identifier("code_article", raw, canonical, span, code=code, code_name=alias, article=label, paragraph=para)
 
 
+def _code_name(m: re.Match[str]) -> Identifier:
+    """A code named without an article («Трудовой кодекс», «по ТК РК», «Конституция»): the whole code."""
+    raw, span = _raw(m)
+    code, alias = code_of(m.group("code"))
+    return Identifier("code_name", raw, alias, span, code=code, code_name=alias)
+
+
+_TITLE_TYPES: dict[str, str] = {
+    "закон": "Закон", "заң": "Закон", "кодекс": "Кодекс", "постановлени": "Постановление", "приказ": "Приказ",
+    "указ": "Указ", "бұйры": "Приказ", "қаулы": "Постановление",
+}  # fmt: skip
+
+
+def _title(m: re.Match[str]) -> Identifier | None:
+    """An act by its title: quoted («Закон «О противодействии коррупции»», «"…" туралы Заң») or, after a type
+    word, unquoted («закон о противодействии коррупции»: its words may run into the question, so the registry
+    tries them longest first, each whole)."""
+    raw, span = _raw(m)
+    groups = m.groupdict()
+    text = normalize_space(groups.get("title") or groups.get("title2") or groups.get("words") or "")
+    key = title_key(text)
+    content = [w for w in key.split() if w not in ("о", "об")]
+    if not content or (groups.get("words") and len(content) < 2):  # «закон о том»: not a title
+        return None
+    written = (groups.get("type") or groups.get("type_kz") or "").lower()
+    kind = next((name for stem, name in _TITLE_TYPES.items() if written.startswith(stem)), "Акт")
+    words = tuple(text.split()) if groups.get("words") else ()
+    return Identifier("title", raw, f"{kind} «{text}»", span, title=key, title_words=words)
+
+
 def _order(m: re.Match[str]) -> Identifier | None:
     raw, span = _raw(m)
     groups = m.groupdict()
@@ -161,8 +207,8 @@ def _order(m: re.Match[str]) -> Identifier | None:
     law = canonical_law_number(number) if re.fullmatch(r"\d+\s*-\s*[IVXLCІ]+", fold_lookalikes(number)) else None
     if law:  # «Закон РК … № 94-VI»: a law number, whatever words came before it
         return Identifier("law_number", raw, law, span, number=law)
-    if doc_type == "law" and groups.get("bare"):  # «закон 2015 года»: a year, not a number
-        return None
+    if doc_type == "law" and groups.get("bare") and re.fullmatch(r"(?:19|20)\d\d", groups["bare"]):
+        return None  # «закон 2015 года»: a year, not a number («закон 101» is one)
     issuer_text = groups.get("issuer") or groups.get("issuer2")
     issuer = find_issuer_short(issuer_text) if issuer_text else None
     date_text = groups.get("date1") or groups.get("date2")
@@ -406,6 +452,41 @@ def rows() -> tuple[Row, ...]:
             "№211 от 25.12.2024",
             "№ 7/71",
         ),
+        _row(
+            "title_quoted",
+            "title",
+            rf"(?:(?P<type>{_TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан|Қазақстан\s+Республикасының)\s+)?)?"
+            rf"(?:«(?P<title>{_IN_GUILLEMETS})»|[\"“„](?P<title2>[^\"“”„«»]{{3,2000}})[\"”“])"
+            r"(?:\s*(?P<type_kz>туралы\s+(?:[Зз]аң\w*|[Кк]одекс\w*)))?",
+            _title,
+            "Закон «О противодействии коррупции»",
+            "закона «О противодействии коррупции»",
+            "Закон Республики Казахстан «О противодействии коррупции»",
+            'Закон РК "О гражданской защите"',
+            "«О карантине растений»",
+            "«Сыбайлас жемқорлыққа қарсы іс-қимыл» туралы Заң",
+        ),
+        _row(
+            "title_unquoted",
+            "title",
+            rf"(?P<type>{_TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан)\s+)?(?P<words>(?:о|об|О|Об)\s+{_TITLE_WORDS})",
+            _title,
+            "закон о противодействии коррупции",
+            "Закона РК о противодействии коррупции",
+            "Закон Республики Казахстан о гражданской защите",
+        ),
+        _row(
+            "code_name",
+            "code_name",
+            code,
+            _code_name,
+            "Трудовой кодекс",
+            "ТК РК",
+            "Конституция",
+            "Еңбек кодексі",
+            "Трудовому кодексу",
+            "Кодекс о недрах",
+        ),  # fmt: skip
         *standard_rows,
         _row(
             "standard_OSHA_bare",

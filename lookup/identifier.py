@@ -20,6 +20,8 @@ IdentifierKind = Literal[
     "order",  # Приказ МТСЗН № 211 от 25.12.2024 (any act by issuer/type, number and date)
     "registration",  # Minjust registration number
     "standard",  # 29 CFR 1910.146, ТР ТС 004/2011, ISO 45001 …
+    "title",  # Закон «О противодействии коррупции», закон о противодействии коррупции: an act by its title
+    "code_name",  # Трудовой кодекс, ТК РК, Конституция, Еңбек кодексі: a code by its name, no article
 ]
 
 
@@ -43,6 +45,8 @@ class Identifier:
     year: int | None = None
     designation: Designation | None = None
     in_annex: bool = False  # a пункт of the rules or regulation an act approves («п. 12 Правил»)
+    title: str | None = None  # a title's key (:func:`schemas.identifiers.title_key`)
+    title_words: tuple[str, ...] = ()  # an unquoted title's words: it may end before the question does
     bound_to: int | None = None  # an article or пункт: the index of the document identifier it belongs to
     binding: str | None = None  # the rule that bound it (``lookup.binding``)
 

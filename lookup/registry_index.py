@@ -23,7 +23,7 @@ from lookup.grammar import TYPE_ADMITS, find_issuer_short
 from lookup.identifier import Identifier
 from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
-from schemas.identifiers import canonical_adilet_id, order_key
+from schemas.identifiers import canonical_adilet_id, order_key, title_key
 from schemas.published import published_file
 
 MAX_CANDIDATES = 5
@@ -118,6 +118,7 @@ class RegistryIndex:
     by_code_name: dict[str, tuple[str, ...]] = field(default_factory=dict)
     by_article: dict[str, tuple[str, ...]] = field(default_factory=dict)
     by_standard: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    by_title: dict[str, tuple[str, ...]] = field(default_factory=dict)
     qualifiers: dict[tuple[str, str], str] = field(default_factory=dict)  # (doc_id, org) → edition / API kind
     max_candidates: int = MAX_CANDIDATES  # documents listed for an article named with no document
 
@@ -145,6 +146,8 @@ class RegistryIndex:
         code_rows = [r for r in rows if r["doc_type"] in ("code", "constitution")]
         names = [(n, r["doc_id"]) for r in code_rows for n in (r["doc_title"], *(r["aliases"] or []))]
         index.by_code_name = _index((code_key(n), doc_id) for n, doc_id in names)
+        titles = [(title_key(t), r["doc_id"]) for r in rows for t in (r["doc_title"], *(r["aliases"] or [])) if t]
+        index.by_title = _index((key, doc_id) for key, doc_id in titles if key)
         standards = [(d, r["doc_id"]) for r in rows for d in _designations(r)]
         index.by_standard = _index((d.match_key, doc_id) for d, doc_id in standards)
         index.qualifiers = {(doc_id, d.org): q for d, doc_id in standards if (q := d.qualifier)}
@@ -215,6 +218,11 @@ class RegistryIndex:
             return self._order(ident)
         if ident.kind == "standard":
             return self._standard(ident)
+        if ident.kind == "title":
+            return self._title(ident)
+        if ident.kind == "code_name":
+            docs = self._code_docs(ident.code or "")
+            return Match(ident, docs, reason=None if docs else "кодекса нет в реестре")
         raise ValueError(f"unknown identifier kind {ident.kind!r}")
 
     def _order(self, ident: Identifier) -> Match:
@@ -240,12 +248,25 @@ class RegistryIndex:
             return False
         return not (ident.year and (doc.date_approved is None or doc.date_approved.year != ident.year))
 
-    def _code_article(self, ident: Identifier) -> Match:
-        code = ident.code or ""
+    def _title(self, ident: Identifier) -> Match:
+        """An act by its title: the title's key equal to a registry row's (its title or an alias), never a
+        prefix of one. An unquoted title may run into the question («закон о противодействии коррупции что
+        такое …»): its words are tried longest first, each candidate compared whole."""
+        words = ident.title_words
+        keys = [title_key(" ".join(words[:n])) for n in range(len(words), 1, -1)] if words else [ident.title or ""]
+        for key in keys:
+            docs = self.by_title.get(key, ())
+            if docs:
+                return Match(ident, docs)
+        return Match(ident, (), reason=f"документа с названием {ident.canonical.split(' ', 1)[-1]} нет в реестре")
+
+    def _code_docs(self, code: str) -> tuple[str, ...]:
         if code.startswith("code:"):
-            docs = self.by_code_name.get(code.removeprefix("code:"), ())
-        else:
-            docs = self.by_adilet.get(code, ())
+            return self.by_code_name.get(code.removeprefix("code:"), ())
+        return self.by_adilet.get(code, ())
+
+    def _code_article(self, ident: Identifier) -> Match:
+        docs = self._code_docs(ident.code or "")
         if not docs:
             return Match(ident, (), reason="кодекса нет в реестре")
         having = tuple(d for d in docs if ident.article in self.docs[d].article_labels)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import atexit
 import dataclasses
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -260,18 +261,23 @@ class Lookup:
             nearest = self.plain_words(snap, query, k)
             note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec))
             return RouteResult(query, "no_identifier", [], [], nearest, note, version=snap.version)
-        matches = snap.registry.resolve(identifiers)
+        matches = _described(snap.registry.resolve(identifiers), identifiers)
+        if not matches:  # only a description («закон о том, что …»): a plain-words question after all
+            nearest = self.plain_words(snap, query, k)
+            note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec))
+            return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version)
         plan = fetch_plan(matches)
-        vector = self.embedder.embed_queries([query])[0]
+        asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
+        vector = self.embedder.embed_queries([asked])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
             docs = [d for d, n in plan.items() if n == narrowing]
-            found = self._fetch(snap, docs, vector, k_per_doc, narrowing, query)
+            found = self._fetch(snap, docs, vector, k_per_doc, narrowing, asked)
             if not found and (narrowing.sections or narrowing.points):  # not chunked on its own: the whole doc
-                found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles), query)
+                found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles), asked)
             chunks += found
         chunks.sort(key=lambda c: (-c.score, c.chunk_id))
-        chunks += self._replacements(snap, matches, k_per_doc, vector, query)
+        chunks += self._replacements(snap, matches, k_per_doc, vector, asked)
         status = overall_status(matches)
         note = hint(matches, snap.registry.docs, snap.lineage)
         if capped:
@@ -296,6 +302,31 @@ class Lookup:
 
 
 FUSION_DEPTH = 50  # candidates each ranking gives the fusion
+
+
+def _described(matches: list[Match], identifiers: list[Identifier]) -> list[Match]:
+    """The matches without unquoted titles the registry does not hold and nothing is bound to: «закон о
+    защите прав работников …» may describe a law rather than name one, and a description must not become a
+    refusal. A quoted title, or one an article is bound to, is still refused when absent."""
+    bound = {i.bound_to for i in identifiers if i.bound_to is not None}
+
+    def described(n: int, m: Match) -> bool:
+        return m.identifier.kind == "title" and bool(m.identifier.title_words) and not m.doc_ids and n not in bound
+
+    return [m for n, m in enumerate(matches) if not described(n, m)]
+
+
+def residual(query: str, identifiers: list[Identifier]) -> str:
+    """The question without its identifiers' words, for ranking inside the documents they name («закон о
+    противодействии коррупции: что такое конфликт интересов» ranks by «что такое конфликт интересов»); the
+    whole question when nothing else is left («ст. 156 ТК РК»)."""
+    kept, at = [], 0
+    for ident in sorted(identifiers, key=lambda i: i.span):
+        kept.append(query[at : ident.span[0]])
+        at = max(at, ident.span[1])
+    kept.append(query[at:])
+    rest = " ".join(" ".join(kept).split())
+    return rest if len(re.findall(r"\w{3,}", rest)) >= 1 else query
 
 
 def _row_scores(snap: Snapshot, query: str) -> Callable[[np.ndarray], np.ndarray] | None:

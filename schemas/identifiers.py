@@ -51,6 +51,11 @@ _KAZAKH_LOOKALIKES = str.maketrans({"Қ": "K", "қ": "k", "Ң": "H", "ң": "h", 
 
 _ROMAN = re.compile(r"^[IVXLC]+$")
 
+# One article label, everywhere zan reads one (headings, notes, amending texts, questions): «156», «127-2»,
+# «10-1», «10 bis» (Kazakh «156-бап» puts the same label before its word). Dashes are folded before any pattern
+# sees the text; :func:`canonical_article_label` gives its one form (``10bis``).
+ARTICLE_LABEL = r"\d{1,4}(?:\s*-\s*\d{1,3})?(?:\s*(?:bis|ter|quater)\b)?"
+
 # An adilet id as the site writes it (after look-alike folding): a type letter, two year digits, then eight
 # characters or seven and a trailing ``_`` (V2300031934, V16UL003811, K070000212_). Always 11 characters.
 ADILET_ID = r"[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_)"
@@ -156,3 +161,42 @@ def slug(text: str) -> str:
     text = fold_lookalikes(fold_dashes(normalize_space(text))).lower()
     text = re.sub(r"[^0-9a-z.]+", "-", text)
     return text.strip("-.")
+
+
+# Words a title is cited with that are not the title: the country, the act's type («Закон … “О …”»).
+_TITLE_FILLER = frozenset(
+    {
+        "рк",
+        "қр",
+        "республики",
+        "республика",
+        "казахстан",
+        "қазақстан",
+        "республикасының",
+        "республикасы",
+        "закон",
+        "закона",
+        "законом",
+        "заң",
+        "заңы",
+        "заңын",
+        "кодекс",
+        "кодекса",
+        "кодексі",
+        "постановление",
+        "приказ",
+        "указ",
+    }
+)
+
+
+def title_key(text: str) -> str:
+    """Equality key of an act's title as it is cited: quotes, case and spacing folded, the country and a leading
+    type word dropped, each word cut to its stem (declension: «О противодействии коррупции» and «о
+    противодействие коррупции» agree). Compared whole, never by prefix: «О карантине растений» is not «О
+    внесении изменений … в Закон "О карантине растений"»."""
+    words = re.findall(r"[0-9a-zа-яёәғқңөұүһі]+(?:-[0-9a-zа-яёәғқңөұүһі]+)*", fold_dashes(clean_text(text)).casefold())
+    while words and words[0] in _TITLE_FILLER:
+        words = words[1:]
+    kept = [w for w in words if w not in ("рк", "қр", "республики", "казахстан", "қазақстан", "республикасының")]
+    return " ".join(w[: max(4, len(w) - 3)] if len(w) > 3 else w for w in kept)

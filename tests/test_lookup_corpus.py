@@ -62,6 +62,68 @@ def test_every_registry_row_is_found_by_its_own_number_and_adilet_id(lookup: Loo
     assert asked > 3 * len(_rows(lookup)) // 2 and not missed, missed
 
 
+def test_every_registry_row_is_found_by_its_own_title(lookup: Lookup) -> None:
+    """Beside the own-number test: each act by its title, quoted after its type word, as lawyers cite it."""
+    missed = []
+    for doc in _rows(lookup):
+        if not doc.doc_title or doc.doc_type == "standard":
+            continue
+        word = {"law": "Закон", "code": "Кодекс", "constitution": "Закон"}.get(doc.doc_type, "приказ")
+        query = f"{word} «{doc.doc_title}»"
+        result = lookup.route(query, k_per_doc=1)
+        if result.status not in ("exact", "ambiguous") or doc.doc_id not in result.doc_ids:
+            missed.append((doc.doc_id, query[:90], result.status))
+    assert not missed, missed
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "doc_id", "article"),
+    [
+        ("ст. 5 закона «О противодействии коррупции»", "exact", "z1500000410", "5"),
+        ("статья 15 Закона РК о противодействии коррупции", "exact", "z1500000410", "15"),
+        ("Закон о противодействии коррупции статья 1", "exact", "z1500000410", "1"),
+        ("Закон Республики Казахстан «О противодействии коррупции»", "exact", "z1500000410", None),
+        ("закон о противодействии коррупции: что такое конфликт интересов", "exact", "z1500000410", "15"),
+        ('Закон РК "О гражданской защите"', "exact", "z1400000188", None),
+        ("Трудовой кодекс", "exact", "k1500000414", None),
+        ("по Трудовому кодексу перерыв для отдыха и приема пищи", "exact", "k1500000414", "81"),
+        ("Еңбек кодексі", "exact", "k1500000414", None),
+        ("Конституция", "exact", "k950001000_", None),
+        ("Конституция статья 7", "exact", "k950001000_", "7"),
+        # not in the registry: refused, the title in the reason, and no chunks (only a law amending it is)
+        ("Закон «О карантине растений»", "not_found", None, None),
+        ("статья 2 закона «О карантине растений»", "not_found", None, None),
+        ("Водный кодекс", "not_found", None, None),
+        ("ст. 10 bis Конституции", "not_found", None, None),  # read as 10bis; the Constitution has none
+    ],
+)
+def test_acts_cited_by_title_or_common_name(
+    lookup: Lookup, query: str, status: str, doc_id: str | None, article: str | None
+) -> None:
+    result = lookup.route(query, k_per_doc=3)
+    assert result.status == status, (result.status, result.hint)
+    if doc_id is None:
+        assert not result.chunks and not result.doc_ids
+        return
+    assert result.doc_ids == [doc_id] and {c.doc_id for c in result.chunks} == {doc_id}
+    if article:  # the named article, or the best ones of the named document for what is asked
+        assert any(article in c.article_labels for c in result.chunks[:3]), [c.article_labels for c in result.chunks]
+
+
+def test_an_amending_act_never_answers_for_the_act_it_amends(lookup: Lookup) -> None:
+    """z1500000330 amends the law «О карантине растений», which the registry does not hold."""
+    amending = lookup.registry.docs["z1500000330"]
+    assert "карантин" in amending.doc_title.lower()
+    for query in ("Закон «О карантине растений»", "закон о карантине растений статья 1", "«О карантине растений»"):
+        result = lookup.route(query)
+        assert "z1500000330" not in result.doc_ids and not any(c.doc_id == "z1500000330" for c in result.chunks)
+
+
+def test_a_description_after_a_type_word_is_never_a_refusal(lookup: Lookup) -> None:
+    result = lookup.route("закон о защите прав беременных работниц при увольнении")
+    assert result.status == "no_identifier" and result.chunks
+
+
 @pytest.mark.parametrize(
     ("query", "doc_id", "number"),
     [
