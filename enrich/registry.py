@@ -94,15 +94,20 @@ class Displaced:
 AUTHORITY = ("adilet_html", "zan_json", "act_markdown", "ecfr_xml", "standard_html", "standard_text", "standard_pdf")
 
 
-def evidence_rank(document: Document) -> tuple[int, int, int, int, str]:
-    """How strongly a document stands for its act; higher wins. Articles read, then the source's
-    authority, then the text's length, then requisites present; the path only breaks an exact tie, so the
-    choice never depends on which folder sorts first."""
+NEAR_EMPTY = 200  # characters: below this (or a quarter of the largest copy) a text is a stub, not the act
+
+
+def evidence_rank(document: Document, largest: int = 0) -> tuple[int, bool, int, int, int, str]:
+    """How strongly a document stands for its act; higher wins. Articles read; then substance (a near-empty
+    text, a stub or a saved «страница не найдена», never outranks a real one, whatever its format:
+    ``largest`` is the longest copy's length); then the source's authority, the text's length and the
+    requisites present; the path only breaks an exact tie, so the choice never depends on folder order."""
     r = document.requisites
     size = document.text_size
     stated = sum(bool(v) for v in (r.doc_title, r.order_number or r.law_zrk, r.date_approved, r.issuer, r.adilet_id))
     authority = len(AUTHORITY) - AUTHORITY.index(document.parser) if document.parser in AUTHORITY else 0
-    return (len(document.article_labels), authority, size, stated, document.source_file)
+    substantial = size >= min(NEAR_EMPTY, largest) and size * 4 >= largest
+    return (len(document.article_labels), substantial, authority, size, stated, document.source_file)
 
 
 def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], list[Displaced]]:
@@ -123,7 +128,9 @@ def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], lis
     for doc_id, group in by_id.items():
         kept, losers = [], []
         for language in sorted({d.language for d in group}):
-            ranked = sorted((d for d in group if d.language == language), key=evidence_rank, reverse=True)
+            same = [d for d in group if d.language == language]
+            largest = max(d.text_size for d in same)
+            ranked = sorted(same, key=lambda d, top=largest: evidence_rank(d, top), reverse=True)
             kept.append(ranked[0])
             losers += [(d, ranked[0]) for d in ranked[1:]]
         kept.sort(key=lambda d: (d.requisites.adilet_id is None, d.source_file))
@@ -141,7 +148,7 @@ def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], lis
 
 def _why(loser: Document, winner: Document, other_source: bool) -> str:
     a, b = evidence_rank(winner), evidence_rank(loser)
-    facts = f"{a[0]} articles, {a[2]} characters, read as {winner.parser} vs {b[0]}, {b[2]}, {loser.parser}"
+    facts = f"{a[0]} articles, {a[3]} characters, read as {winner.parser} vs {b[0]}, {b[3]}, {loser.parser}"
     used = "; its requisites fill the registry row, its text is not used" if other_source else ""
     clash = conflicts(winner.requisites, loser.requisites)
     said = f"; conflicting requisites: {'; '.join(clash)}" if clash else ""

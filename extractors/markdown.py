@@ -80,12 +80,33 @@ def _requisites(title: str, body: list[str], language: str, source_file: str) ->
     return requisites
 
 
+# A title that *names* a code: «Трудовой кодекс Республики Казахстан», «Кодекс … о недрах», «… Еңбек кодексі».
+# A title about something («О введении в действие … кодекса», «… кодексін күшіне енгізу туралы») is not one.
+_CODE_TITLE = re.compile(r"^кодекс\b|кодекс[іi]?(?:\s+(?:республики\s+казахстан|қазақстан\s+республикасының))?$")
+_CODE_END = re.compile(r"кодекс[іi]?(?:республикиказахстан|қазақстанреспубликасының)?$")  # a letter-spaced title
+_ABOUT = re.compile(r"^(?:о|об)\s|\bтуралы\b")
+
+
+def read_spaced(title: str) -> str:
+    """A title set letter by letter («В О Д Н Ы Й  К О Д Е К С») as words: a run of single letters is one word
+    (runs are cut where the spacing widens)."""
+    parts = []
+    for part in re.split(r"\s{2,}", title.strip()):
+        tokens = part.split()
+        single = sum(len(t) == 1 for t in tokens)
+        parts.append("".join(tokens) if len(tokens) >= 3 and single >= 0.8 * len(tokens) else part)
+    return " ".join(parts)
+
+
 def _doc_type(title: str, head: str) -> DocType | None:
-    lowered = title.casefold()
-    if "кодекс" in lowered:
-        return "code"
-    if lowered.startswith(("конституция", "қазақстан республикасының конституциясы")):
-        return "constitution"
+    """The act's type from evidence: its title's form (what it names, not a word it contains), then the
+    words of its own text (a law says «Настоящий Закон» and is signed by the President)."""
+    lowered = normalize_space(read_spaced(title)).casefold()
+    if not _ABOUT.search(lowered):
+        if _CODE_TITLE.search(lowered) or _CODE_END.search(lowered.replace(" ", "")):
+            return "code"
+        if lowered.startswith(("конституция", "қазақстан республикасының конституциясы")):
+            return "constitution"
     if _LAW_WORDS.search(head) or _SIGNED.search(head):
         return "law"
     return None

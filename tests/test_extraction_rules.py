@@ -308,3 +308,23 @@ def test_ecfr_1910_146_keeps_c_5_i_in_c_and_reads_i_after_h_as_a_letter() -> Non
 )
 def test_designator_levels(markers: list, levels: list) -> None:  # type: ignore[type-arg]
     assert assign_levels(markers) == levels
+
+
+@pytest.mark.parametrize(
+    ("title", "body", "doc_type"),
+    [
+        ("О введении в действие Уголовно-процессуального кодекса Республики Казахстан",
+         "Статья 1. Ввести в действие Уголовно-процессуальный кодекс. Настоящий Закон вводится в действие", "law"),
+        ("Қазақстан Республикасының Қылмыстық-процестік кодексін күшіне енгізу туралы",
+         "1-бап. Кодекс күшіне енгізілсін.\n\nҚазақстан Республикасының Президенті", "law"),
+        ("В О Д Н Ы Й  К О Д Е К С  Р Е С П У Б Л И К И  К А З А Х С Т А Н", "Статья 1. Основные понятия", "code"),
+        ("Трудовой кодекс Республики Казахстан", "Статья 1. Основные понятия", "code"),
+        ("Кодекс Республики Казахстан о недрах и недропользовании", "Статья 1. Отношения", "code"),
+        ("Қазақстан Республикасының Еңбек кодексі", "1-бап. Негізгі ұғымдар", "code"),
+    ],
+)  # fmt: skip
+def test_a_markdown_export_is_typed_by_its_titles_form_not_a_word_in_it(title: str, body: str, doc_type: str) -> None:
+    from extractors.markdown import parse_markdown_act
+
+    document = parse_markdown_act(f"# {title}\n\n{body}\n", "kzlaws/rus/990100.md")
+    assert document.requisites.doc_type == doc_type

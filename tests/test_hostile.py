@@ -149,6 +149,12 @@ CASES: list[Case] = [
         "displaced",
         "the same act",
     ),
+    Case(  # a stub in the format the parsers prefer, beside the real text: the text with substance wins
+        "standards/iso/ISO_45001_stub.html",
+        _text("<html><head><title>ISO 45001</title></head><body><h1>ISO 45001</h1><p>ISO 45001</p></body></html>"),
+        "displaced",
+        "vs 0, 9, standard_html",
+    ),
     Case(
         "standards/osha/copy.xml",
         _text('<DIV8 N="1910.146" TYPE="SECTION"><HEAD>§ 1910.146 Copy.</HEAD><P>(a) Short.</P></DIV8>'),

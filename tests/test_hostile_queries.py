@@ -90,3 +90,19 @@ def test_a_backfill_source_outside_the_configured_roots_is_refused_with_the_reas
             confined_sources([bad], [root])
     with pytest.raises(RunError, match="none configured"):
         confined_sources([str(root)], [])
+
+
+@pytest.mark.parametrize("view", ["registry", "chunks", "raw_chunks", "rejects", "lineage", "runs"])
+def test_every_view_of_the_real_corpus_renders_in_every_format(corpus_run, view: str) -> None:  # type: ignore[no-untyped-def]
+    """Dates nested in lists and structs (a registry row's ``amends``), lists of structs (``extraction``):
+    every column type the published files have, as JSON, CSV and a table."""
+    from enrich.query import run_sql
+
+    _, home = corpus_run
+    rows = json.loads(run_sql(home, f"SELECT * FROM {view}", "json"))
+    assert rows and all(isinstance(r, dict) for r in rows)
+    assert run_sql(home, f"SELECT * FROM {view} LIMIT 5", "csv").count("\n") >= 2
+    assert "row(s)" in run_sql(home, f"SELECT * FROM {view} LIMIT 5", "table")
+    if view == "registry":
+        dated = [a for r in rows for a in r["amends"] or [] if a.get("act_date")]
+        assert dated and all(isinstance(a["act_date"], str) for a in dated)
