@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from enrich.storage import read_parquet
 from lookup.errors import LookupProblem
 from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.fusion import Candidate, fuse, language_first, question_language
@@ -33,7 +32,6 @@ from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
-from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import check_home, published_file
 from schemas.text import clean_text
 from vectors.embed import Embedder, identified
@@ -349,8 +347,7 @@ def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder, emb
     when it is damaged) or the server's; refused when another embedder built it."""
     folder = readable_chroma(home / "chroma") if chroma_url is None else None
     if folder is not None and damaged_folder(folder) is not None:  # a rebuilt copy answers until a run repairs
-        enriched = read_parquet(published_file(home, "enriched_chunks.parquet"), ENRICHED_CHUNK_SCHEMA, "chunks")
-        return rebuilt_copy(home, embedder, enriched)
+        return rebuilt_copy(home, embedder, published_file(home, "enriched_chunks.parquet"))
     collection = find_collection(open_client(folder, chroma_url))
     if collection is None:
         raise LookupProblem(f"no Chroma collection {COLLECTION!r} at {chroma_url or home / 'chroma'}")

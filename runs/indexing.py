@@ -29,9 +29,9 @@ from runs.changes import (
 )
 from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
-from runs.failpoints import failpoint
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
+from schemas.failpoints import failpoint
 from vectors.embed import Embedder, identified
 from vectors.embedders import make_embedder
 from vectors.index import (
@@ -64,7 +64,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
     client = LazyClient(home, state.chroma_url)
     if not state.chroma_url and not options.dry_run:
         with timed(info, "repair"):
-            repaired = ensure_healthy(home, embedder, lambda: previous.enriched if previous else None)
+            repaired = ensure_healthy(home, embedder, previous.folder / "enriched_chunks.parquet" if previous else None)
         if repaired:
             info.repairs.append(repaired)
     with timed(info, "diff"):

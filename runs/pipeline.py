@@ -16,27 +16,18 @@ per task.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
-from enrich.storage import read_parquet
-from runs import lease, stages
+from runs import stages
 from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
-from runs.changes import DIRTY, ChangeSet, count_classes, sorted_chunks
-from runs.diff import KEYS, ChangeClass, classify_stream
 from runs.embedding import embed_all, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
 from runs.memory import lean_arrow_memory
-from runs.report import build_report, write_report
-from runs.state import Progress, Published, RunInfo, RunOptions, RunStatus, new_run_id, work_dir
-from runs.versions import now_iso, set_current
-from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
-from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
+from runs.state import Progress, Published, RunInfo, RunOptions
+from schemas.published import check_home
 from vectors.embed import Embedder, identified
 from vectors.embedders import embedder_for
-from vectors.index import delete_ids, get_collection, index_state, open_client
-from vectors.store import VectorStore
 
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
 
@@ -86,49 +77,19 @@ def rollback(
     embedder: Embedder | None = None,
     progress: Progress = _noop,
 ) -> RunInfo:
-    """Republish an earlier kept version (default: the one before the current): the index is brought back
-    to it by the same diff a run uses (stored vectors, no re-embedding), then the pointer moves."""
+    """Republish an earlier kept version (default: the one before the current) through a run's own stages
+    (:func:`runs.stages.begin_rollback`): the index is brought back to it by the same diff (stored vectors, no
+    re-embedding), validated, then CURRENT moves back; the report is written and old versions pruned."""
     lean_arrow_memory()
     home = check_home(home, writable=True)
     embedder = embedder or embedder_for(home)
-    identified(embedder, home)
-    info = RunInfo(run_id=new_run_id(), scope="rollback", home=str(home), embedder=embedder.id,
-                   chroma=chroma_url or str(home / "chroma"))  # fmt: skip
-    with lease.held(home, info.run_id):
-        current = Published.load(home)
-        if current is None:
-            raise RunError(f"nothing is published under {home}: nothing to roll back")
-        kept = [m.version for m in list_versions(home)]
-        target = version or next((v for v in reversed(kept) if v < current.version), None)
-        if target is None or target not in kept:
-            raise VersionError(f"no kept version {target or 'before ' + current.version}; kept: {', '.join(kept)}")
-        folder = versions_dir(home) / target
-        manifest = read_manifest(folder)
-        if manifest.embedder != embedder.id:
-            raise RunError(f"{target} was indexed with {manifest.embedder}; roll back with that embedder")
-        registry = read_parquet(folder / "registry.parquet", REGISTRY_SCHEMA, "registry")
-        enriched = read_parquet(folder / "enriched_chunks.parquet", ENRICHED_CHUNK_SCHEMA, "enriched_chunks")
-        rejects = read_parquet(folder / "rejects.parquet", REJECT_SCHEMA, "rejects")
-        client = open_client(home / "chroma", chroma_url)
-        collection = get_collection(client, embedder)
-        work = work_dir(home, info.run_id)
-        try:
-            chunks = folder / "enriched_chunks.parquet"
-            held = [index_state(collection).sort_by("chunk_id")]
-            changes = ChangeSet.write(work, classify_stream(held, sorted_chunks(chunks, list(KEYS.names))))
-            count_classes(info, changes.counts)
-            info.documents, info.chunks, info.rejected = registry.num_rows, enriched.num_rows, rejects.num_rows
-            store = VectorStore(home, embedder.id)
-            written, info.embedded = stages.stream_changes(home, info.run_id, collection, chunks, changes, embedder,
-                                                           store, progress=progress, info=info)  # fmt: skip
-            info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
-            set_current(home, target)
-            for ids in changes.ids(ChangeClass.DELETED):
-                delete_ids(collection, ids)
-            (home / DIRTY).unlink(missing_ok=True)
-            info.version, info.status, info.indexed = target, RunStatus.ROLLED_BACK, collection.count()
-            info.outputs = {p.stem: str(p) for p in sorted(folder.glob("*.parquet"))}
-            write_report(home, build_report(info, changes, chunks, registry, current, rejects, now_iso()))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    return info
+    state = stages.begin_rollback(home, version, chroma_url, embedder.spec, identified(embedder, home))
+    try:
+        stages.index(state, embedder, progress)
+        stages.validate(state)
+        stages.publish(state)
+        stages.report(state)
+    except BaseException as exc:
+        stages.finish(state, exc)
+        raise
+    return stages.finish(state)

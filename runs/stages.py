@@ -43,7 +43,6 @@ from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError, ShrinkRefused
-from runs.failpoints import failpoint
 from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
@@ -74,7 +73,8 @@ from runs.versions import (
     write_text_atomic,
 )
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
-from schemas.published import Manifest, check_home, versions_dir
+from schemas.failpoints import failpoint
+from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embed import identified
 from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
@@ -122,6 +122,50 @@ def begin(
             started=now_iso(),
             info=info.as_dict(),
         )
+        return state.save()
+    except BaseException as exc:
+        _record_failure(home, info, exc)
+        lease.release(home, run_id)
+        shutil.rmtree(work_dir(home, run_id), ignore_errors=True)
+        raise
+
+
+def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embedder: str, embedder_id: str) -> Path:
+    """Take the lease and plan a rollback: the kept ``version`` (default: the one before the current) stands
+    where a run's staged tables would, and the same stages follow (index: the diff against the index and the
+    writes; validate; publish: CURRENT moves back; report, which prunes; finish). Nothing is extracted and no
+    table is loaded: the counts come from the files' metadata."""
+    home = check_home(home, writable=True)
+    run_id = new_run_id()
+    info = RunInfo(run_id=run_id, scope="rollback", home=str(home), chroma=chroma_url or str(home / "chroma"),
+                   embedder=embedder_id)  # fmt: skip
+    lease.take(home, run_id, "process")
+    try:
+        clear_staging(home)
+        _clear_work(home, keep=run_id)
+        current = Published.load(home)
+        if current is None:
+            raise RunError(f"nothing is published under {home}: nothing to roll back")
+        kept = [m.version for m in list_versions(home)]
+        target = version or next((v for v in reversed(kept) if v < current.version), None)
+        if target is None or target not in kept:
+            raise VersionError(f"no kept version {target or 'before ' + current.version}; kept: {', '.join(kept)}")
+        folder = versions_dir(home) / target
+        manifest = read_manifest(folder)
+        if manifest.embedder != embedder_id:
+            raise RunError(f"{target} was indexed with {manifest.embedder}; roll back with that embedder")
+        if not (folder / LEXICAL).exists():  # a version from before lexical indexes
+            build_lexical(folder / "enriched_chunks.parquet", folder / LEXICAL)
+        info.documents = pq.ParquetFile(folder / "registry.parquet").metadata.num_rows
+        info.chunks = pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows
+        info.rejected = pq.ParquetFile(folder / "rejects.parquet").metadata.num_rows
+        scope = Scope("rollback", [], [Path(s) for s in manifest.sources], set())
+        state = RunState(run_id=run_id, home=str(home), options=RunOptions(allow_shrink=True).as_json(),
+                         chroma_url=chroma_url, embedder_spec=embedder, embedder_id=embedder_id,
+                         previous=current.version, scope=scope.as_json(), keys={}, reused=[], shards=[],
+                         started=now_iso(), stage=Stage.ENRICHED, file_keys=manifest.file_keys, target=target,
+                         info=info.as_dict())  # fmt: skip
+        work_dir(home, run_id).mkdir(parents=True, exist_ok=True)
         return state.save()
     except BaseException as exc:
         _record_failure(home, info, exc)
@@ -256,7 +300,11 @@ def publish(state_path: Path | str) -> RunInfo:
     changes = ChangeSet.load(state.work)
     writes = changes.writes
     with timed(info, "publish"):
-        if state.same and state.previous:
+        if state.target:  # a rollback: the kept version is current again
+            folder = versions_dir(home) / state.target
+            set_current(home, state.target)
+            info.version, info.status = state.target, RunStatus.ROLLED_BACK
+        elif state.same and state.previous:
             folder = versions_dir(home) / state.previous
             # writes to the same tables are a repair (an interrupted run left the index behind), unless the
             # user asked for them: a --force-reembed run publishes the same version with new vectors

@@ -212,6 +212,7 @@ class RunState:
     same: bool = False  # the run rebuilt exactly the published version
     rebuilt: list[str] = field(default_factory=list)
     file_keys: dict[str, str] = field(default_factory=dict)
+    target: str | None = None  # a rollback: the kept version to republish (its tables are the run's)
     embedding: list[str] = field(default_factory=list)  # the embed stage's shards (``state#n``), once planned
     to_embed: int = 0  # the texts they hold
     info: dict[str, Any] = field(default_factory=dict)
@@ -239,8 +240,11 @@ class RunState:
         return state
 
     def tables_folder(self) -> Path:
-        """Where the run's version's tables are: staged, or the published version's when identical."""
+        """Where the run's version's tables are: staged, the published version's when identical, or a
+        rollback's target version."""
         home = Path(self.home)
+        if self.target:
+            return versions_dir(home) / self.target
         return versions_dir(home) / self.previous if self.same and self.previous else staging_dir(home, self.run_id)
 
     def columns(self, table: str, columns: list[str]) -> pa.Table:

@@ -21,6 +21,7 @@ import pytest
 from enrich.query import run_sql
 from lookup.route import Lookup
 from runs.pipeline import run
+from runs.state import RunOptions
 from schemas.published import HomeError, check_home, current_version, published_file
 from tests.conftest import ROOT, SAMPLE, chroma_server, free_port
 from vectors.index import COLLECTION, open_client
@@ -291,3 +292,54 @@ def test_the_index_holds_no_stored_hash_and_an_older_one_is_ignored(tmp_path: Pa
     again = run(None, home)
     assert (again.status, again.metadata_changed, again.vector_writes, again.metadata_writes) == ("unchanged", 0, 0, 0)
     assert _index_ids(home) == _published(home)
+
+
+def test_an_index_that_cannot_be_read_now_is_a_transient_error_never_a_rebuild(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk while the run checks the embedded index (an OSError, not a damaged database): the run fails
+    as transient, the index is neither moved aside nor rebuilt, the version stays, and the retry publishes."""
+    import sqlite3
+
+    from vectors.repair import IndexBusy, is_damage
+
+    src, home = tmp_path / "src", tmp_path / "home"
+    shutil.copytree(SAMPLE, src)
+    run([src], home)
+    _work_to_do(src)
+    monkeypatch.setenv("ZAN_FAILPOINT", "index_check")
+    monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
+    with pytest.raises(IndexBusy, match="not damage") as caught:
+        run(None, home)
+    assert caught.value.transient
+    monkeypatch.delenv("ZAN_FAILPOINT")
+    assert not list(home.glob("chroma.damaged-*")) and current_version(home) == "v000001"
+    assert run(None, home).status == "published" and not list(home.glob("chroma.damaged-*"))  # the retry
+    assert not is_damage(OSError(28, "No space left on device")) and is_damage(sqlite3.DatabaseError("malformed"))
+
+
+@pytest.mark.parametrize("point", ["index_begin", "index", "publish", "delete"])
+def test_a_rollback_interrupted_at_any_stage_leaves_one_version_and_the_next_run_converges(
+    tmp_path: Path, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from runs.pipeline import rollback
+
+    src, home = tmp_path / "src", tmp_path / "home"
+    shutil.copytree(SAMPLE, src)
+    run([src], home)
+    _work_to_do(src)
+    run(None, home, options=RunOptions(allow_shrink=True))
+    assert current_version(home) == "v000002"
+    monkeypatch.setenv("ZAN_FAILPOINT", point)
+    monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
+    with pytest.raises(OSError, match="No space left"):
+        rollback(home, "v000001")
+    monkeypatch.delenv("ZAN_FAILPOINT")
+    expected = "v000001" if point == "delete" else "v000002"  # CURRENT moved only if the publish was reached
+    assert current_version(home) == expected and not (home / ".lease").exists()
+    _lookups_answer(home)
+    again = run(None, home, options=RunOptions(allow_shrink=True))
+    assert again.status in ("unchanged", "repaired", "published")
+    assert _index_ids(home) == _published(home)  # the index holds exactly the published version
+    done = rollback(home, "v000002" if expected == "v000001" else "v000001")
+    assert done.status == "rolled_back" and _index_ids(home) == _published(home)

@@ -20,13 +20,12 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
-
+from enrich.storage import iter_parquet
 from schemas.errors import TransientError
+from schemas.failpoints import failpoint
 from vectors.embed import Embedder
 from vectors.index import BATCH, COLLECTION, find_collection, get_collection, open_client, upsert_table
 from vectors.store import VectorStore
@@ -56,37 +55,70 @@ def index_bytes(rows: int, text_bytes: int, dim: int) -> int:
     return rows * (3 * 4 * dim + 2048) + 2 * text_bytes
 
 
+# What Chroma and SQLite say about a file that is not (or no longer) a database; and what they say about a
+# database that is only busy now (another writer, a full disk): that is never damage, and never rebuilt.
+_DAMAGE = ("file is not a database", "malformed", "corrupt", "disk image", "no such table", "no such column",
+           "hnsw", "segment", "unable to open database", "out of range")  # fmt: skip
+_BUSY = ("locked", "busy", "timeout", "timed out", "no space left", "connection", "interrupted")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """True when an error reading the embedded index means its files are damaged (rebuild them), False when it
+    is the index being busy or the disk full now (retry; never throw the index away for it)."""
+    text = f"{type(exc).__name__}: {exc}".lower()
+    if isinstance(exc, TimeoutError | ConnectionError | PermissionError) or any(w in text for w in _BUSY):
+        return False
+    import sqlite3
+
+    from chromadb.errors import InternalError
+
+    return isinstance(exc, InternalError | sqlite3.DatabaseError) or any(w in text for w in _DAMAGE)
+
+
+class IndexBusy(TransientError):
+    """The embedded index could not be read now, for a reason that is not damage: retry."""
+
+
 def damaged_folder(folder: Path, name: str = COLLECTION) -> str | None:
-    """Why the embedded index under ``folder`` cannot be opened or read, or None when it can."""
+    """Why the embedded index under ``folder`` is damaged, or None when it can be read. An error that is not
+    damage (:func:`is_damage`) is raised as :class:`IndexBusy`."""
     try:
         client = open_client(folder)
-    except Exception as exc:  # noqa: BLE001 - a database Chroma cannot open is damage
+    except Exception as exc:
         _forget_clients()
-        return f"{type(exc).__name__}: {exc}"
+        return _damage_or_raise(exc)
     return damaged(client, name)
 
 
 def damaged(client: Any, name: str = COLLECTION) -> str | None:
-    """Why the embedded collection cannot be read, or None when it can (or does not exist yet)."""
+    """Why the embedded collection is damaged, or None when it can be read (or does not exist yet)."""
     try:
         collection = find_collection(client, name)
         if collection is None:
             return None  # nothing built yet is not damage
+        failpoint("index_check")
         collection.count()
         collection.get(limit=1, include=["metadatas"])
-    except Exception as exc:  # noqa: BLE001 - any failure to read the embedded index is damage
-        return f"{type(exc).__name__}: {exc}"
+    except Exception as exc:
+        return _damage_or_raise(exc)
     return None
 
 
-def rebuild(folder: Path, embedder: Embedder, enriched: pa.Table, store: VectorStore) -> tuple[Any, int]:
-    """A fresh collection under ``folder`` holding ``enriched`` with vectors from ``store`` (texts it lacks
-    are embedded: the count is returned). Returns the collection and the number embedded."""
+def _damage_or_raise(exc: Exception) -> str:
+    if not is_damage(exc):
+        raise IndexBusy(f"the embedded index could not be read now ({type(exc).__name__}: {str(exc)[:200]}); "
+                        "not damage: nothing was rebuilt, try again") from exc  # fmt: skip
+    return f"{type(exc).__name__}: {exc}"
+
+
+def rebuild(folder: Path, embedder: Embedder, enriched: Path, store: VectorStore) -> tuple[Any, int]:
+    """A fresh collection under ``folder`` holding the chunks of ``enriched`` (a version's file, read a batch
+    at a time) with vectors from ``store`` (texts it lacks are embedded). Returns the collection and the
+    number embedded."""
     client = open_client(folder)
     collection = get_collection(client, embedder)
     embedded = 0
-    for start in range(0, enriched.num_rows, BATCH * 10):
-        part = enriched.slice(start, BATCH * 10)
+    for part in iter_parquet(enriched, BATCH * 10):
         texts = dict(zip(part.column("text_hash").to_pylist(), part.column("text").to_pylist(), strict=True))
         vectors: dict[str, Any] = store.get(list(texts))
         missing = [h for h in texts if h not in vectors]
@@ -98,10 +130,10 @@ def rebuild(folder: Path, embedder: Embedder, enriched: pa.Table, store: VectorS
     return collection, embedded
 
 
-def ensure_healthy(home: Path, embedder: Embedder, published: Callable[[], pa.Table | None]) -> str | None:
-    """Check HOME's embedded index; if damaged, move it aside and rebuild it from ``published()`` (the
-    published version's enriched chunks, read only then) and the vector store. Returns what was done, or None
-    when nothing was needed."""
+def ensure_healthy(home: Path, embedder: Embedder, published: Path | None) -> str | None:
+    """Check HOME's embedded index; if damaged, move it aside and rebuild it from ``published`` (the published
+    version's enriched chunks file, streamed) and the vector store. Returns what was done, or None when
+    nothing was needed; an index that is only busy raises :class:`IndexBusy`."""
     folder = home / "chroma"
     if not folder.exists():
         return None
@@ -111,14 +143,13 @@ def ensure_healthy(home: Path, embedder: Embedder, published: Callable[[], pa.Ta
     _forget_clients()
     aside = home / f"chroma.damaged-{time.strftime('%Y%m%dT%H%M%S')}"
     folder.rename(aside)
-    enriched = published()
-    if enriched is not None:
-        rebuild(folder, embedder, enriched, VectorStore(home, embedder.id))
+    if published is not None:
+        rebuild(folder, embedder, published, VectorStore(home, embedder.id))
     _forget_clients()
     return f"the embedded index was damaged ({why[:200]}); moved to {aside.name} and rebuilt from the published version"
 
 
-def rebuilt_copy(home: Path, embedder: Embedder, enriched: pa.Table) -> Any:
+def rebuilt_copy(home: Path, embedder: Embedder, enriched: Path) -> Any:
     """A private, temporary collection rebuilt from the published version (for lookups on a damaged index)."""
     folder = Path(tempfile.mkdtemp(prefix="zan-chroma-rebuilt-"))
     import atexit

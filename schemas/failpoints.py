@@ -1,5 +1,6 @@
-"""Named points where a fault-injection test can stop or break a run (``extract``, ``index_begin`` before the
-index is first written, ``index`` after each batch written, ``publish``, ``delete``).
+"""Named points where a fault-injection test can stop or break a run (``extract``, ``index_check`` while the
+embedded index is checked, ``index_begin`` before the index is first written, ``index`` after each batch
+written, ``publish``, ``delete``).
 
 ``ZAN_FAILPOINT=<name>`` arms one point; ``ZAN_FAILPOINT_ACTION`` says what happens there:
 
