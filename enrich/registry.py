@@ -8,6 +8,7 @@ row: the same adilet id, or the same type + issuer + number + date.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -130,7 +131,7 @@ def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], lis
         for language in sorted({d.language for d in group}):
             same = [d for d in group if d.language == language]
             largest = max(d.text_size for d in same)
-            ranked = sorted(same, key=lambda d, top=largest: evidence_rank(d, top), reverse=True)
+            ranked = sorted(same, key=functools.partial(_ranked_against, largest=largest), reverse=True)
             kept.append(ranked[0])
             losers += [(d, ranked[0]) for d in ranked[1:]]
         kept.sort(key=lambda d: (d.requisites.adilet_id is None, d.source_file))
@@ -144,6 +145,10 @@ def build_registry(documents: Iterable[Document]) -> tuple[dict[str, Entry], lis
             displaced.append(Displaced(loser, doc_id, winner, _why(loser, winner, other_source)))
         entries[doc_id] = entry
     return entries, displaced
+
+
+def _ranked_against(document: Document, largest: int) -> tuple[int, bool, int, int, int, str]:
+    return evidence_rank(document, largest)
 
 
 def _why(loser: Document, winner: Document, other_source: bool) -> str:
