@@ -11,7 +11,6 @@ and a stored hash 1.5-1.7 s).
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 from collections.abc import Mapping
@@ -55,18 +54,18 @@ HASHED_FIELDS = tuple(f for f in METADATA_FIELDS if f != "text_hash")
 
 
 def chunk_metadata(row: Mapping[str, Any]) -> dict[str, Any]:
-    """Chroma metadata for one enriched chunk row: empty values dropped, lists capped, dates as text."""
-    meta: dict[str, Any] = {}
-    for name in METADATA_FIELDS:
-        value = row.get(name)
-        if isinstance(value, dt.date):
-            value = value.isoformat()
-        if isinstance(value, list):
-            value = value[:LIST_CAP]
-        if value is None or value == [] or value == "":
-            continue
-        meta[name] = value
-    return meta
+    """Chroma metadata for one row (an enriched chunk, or what Chroma returned for a record): the rule of
+    :func:`metadata_columns` applied to a one-row table."""
+    return metadata_dicts(metadata_table([row]))[0]
+
+
+def metadata_table(rows: list[Mapping[str, Any]], chunk_ids: list[str] | None = None) -> pa.Table:
+    """Rows of metadata (dicts, each with any subset of the keys: Chroma's records) as one table of the
+    metadata fields, plus ``chunk_id`` when given; a key no row has is a column of nulls."""
+    columns = {name: pa.array([r.get(name) for r in rows]) for name in METADATA_FIELDS}
+    if chunk_ids is not None:
+        columns = {"chunk_id": pa.array(chunk_ids, pa.string()), **columns}
+    return pa.table(columns)
 
 
 def metadata_columns(table: pa.Table) -> dict[str, pa.Array]:
@@ -75,8 +74,8 @@ def metadata_columns(table: pa.Table) -> dict[str, pa.Array]:
     are absent (the key is dropped for every row)."""
     out: dict[str, pa.Array] = {}
     for name in METADATA_FIELDS:
-        if name not in table.column_names:
-            continue
+        if name not in table.column_names or pa.types.is_null(table.column(name).type):
+            continue  # absent, or null in every row: the key is dropped for every row
         column = table.column(name).combine_chunks()
         kind = column.type
         if pa.types.is_date(kind):
@@ -105,7 +104,7 @@ def meta_hash(row: Mapping[str, Any]) -> str:
     """Hash of the metadata a chunk carries in the index (its text hash excluded): equal hashes, no write.
     ``row`` is an enriched chunk row or the metadata Chroma returns for the record: the same hash when the
     index holds what the row says (keys zan does not own are not hashed)."""
-    return _digest(chunk_metadata({k: row.get(k) for k in HASHED_FIELDS}))
+    return meta_hashes(metadata_table([row]))[0].as_py()  # type: ignore[no-any-return]
 
 
 def meta_hashes(table: pa.Table) -> pa.Array:

@@ -1,6 +1,7 @@
-"""Chunk metadata built column-wise in Arrow (what the index writes) must equal the row-wise rules
-(``chunk_metadata``, ``changed_metadata``) exactly: for the real corpus's chunks, for every edge the rules
-name (None, "", [], lists over the cap, dates), and for random edits of a held version."""
+"""The one metadata rule (``enrich.metadata.metadata_columns``, column-wise in Arrow): every edge it names
+(None, "", [] dropped, lists capped, dates as ISO text), the real corpus read by hand, and the keys an update
+sends for random edits (exactly those whose value under the rule differs; None for one that became empty),
+against a real collection with held rows and with rows read back from it."""
 
 from __future__ import annotations
 
@@ -12,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from enrich.chunking import LIST_CAP
-from enrich.metadata import METADATA_FIELDS, chunk_metadata, meta_hash, meta_hashes, metadata_dicts
+from enrich.metadata import METADATA_FIELDS, chunk_metadata, meta_hash, meta_hashes, metadata_dicts, metadata_table
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.published import published_file
-from vectors.index import changed_keys, changed_metadata, open_client, update_table
+from vectors.index import changed_keys, open_client, update_table
 
 SCHEMA = pa.schema([ENRICHED_CHUNK_SCHEMA.field(name) for name in ("chunk_id", *METADATA_FIELDS)])
 
@@ -33,19 +34,22 @@ EDGES = [
 ]
 
 
-def test_metadata_dicts_equal_chunk_metadata_on_every_edge() -> None:
+def test_the_metadata_rule_on_every_edge() -> None:
     table = pa.Table.from_pylist(EDGES, SCHEMA)
-    assert metadata_dicts(table) == [chunk_metadata(r) for r in table.to_pylist()]
-    assert meta_hashes(table).to_pylist() == [meta_hash(r) for r in table.to_pylist()]
-    first, second = metadata_dicts(table)[:2]
-    assert "doc_title" not in first and "code_articles" not in first and first["date_approved"] == "2015-11-23"
-    assert len(second["code_articles"]) == LIST_CAP and second["annex"] == 0
+    first, second, third, fourth = metadata_dicts(table)
+    assert first == {"doc_id": "Z00000000001", "article_labels": ["Статья 1"], "date_approved": "2015-11-23"}
+    assert len(second["code_articles"]) == LIST_CAP and second["annex"] == 0 and second["status"] == "active"
+    assert third == {"doc_id": "Z00000000003", "article_labels": ["", "Статья 2"], "last_amended": "2024-01-05"}
+    assert fourth["repealed_on"] == "2026-01-01" and fourth["text_hash"] == "cd"
+    # one row, as Chroma returns a record (dates already text), gives the same metadata and hash
+    assert chunk_metadata(first) == first and meta_hash(first) == meta_hashes(table)[0].as_py()
+    assert meta_hash(fourth) == meta_hash({**fourth, "text_hash": "other"})  # the text's hash is not hashed
 
 
-def test_metadata_dicts_equal_chunk_metadata_on_the_real_corpus(corpus_run) -> None:  # type: ignore[no-untyped-def]
+def test_the_metadata_rule_on_the_real_corpus(corpus_run) -> None:  # type: ignore[no-untyped-def]
     table = pq.read_table(published_file(corpus_run[1], "enriched_chunks.parquet"))
-    assert metadata_dicts(table) == [chunk_metadata(r) for r in table.to_pylist()]
-    assert meta_hashes(table).to_pylist() == [meta_hash(r) for r in table.to_pylist()] == table["meta_hash"].to_pylist()
+    assert meta_hashes(table).to_pylist() == table["meta_hash"].to_pylist()  # what the join stored
+    assert all(v not in (None, "", []) for meta in metadata_dicts(table) for v in meta.values())
     # read by hand from adilet/rus/K1500000414.html: the Labour Code of 23.11.2015 № 414-V; article 100's
     # footnote names the amending law of 04.05.2020 № 321-VI
     by_id = {m["path"]: m for m in metadata_dicts(table) if m["doc_id"] == "k1500000414" and m["language"] == "rus"}
@@ -71,13 +75,18 @@ def _edit(row: dict[str, object], rng: random.Random) -> dict[str, object]:
 
 
 @pytest.mark.parametrize("seed", range(25))
-def test_changed_keys_equal_the_row_rules_for_random_edits(seed: int) -> None:
+def test_an_update_sends_exactly_the_keys_whose_value_changed_for_random_edits(seed: int) -> None:
     rng = random.Random(seed)
     old_rows = [_edit(_row(n), rng) for n in range(40)]
     new_rows = [_edit(r, rng) for r in old_rows]
     old, new = pa.Table.from_pylist(old_rows, SCHEMA), pa.Table.from_pylist(new_rows, SCHEMA)
-    expected = [changed_metadata(chunk_metadata(o), n) for o, n in zip(old.to_pylist(), new.to_pylist(), strict=True)]
+    expected = []
+    for before, after in zip(metadata_dicts(old), metadata_dicts(new), strict=True):
+        expected.append({k: after.get(k) for k in METADATA_FIELDS if before.get(k) != after.get(k)})
     assert changed_keys(old, new) == expected
+    # what Chroma returns for the old records (dict rows, dates as text) compares the same way
+    read_back = metadata_table(metadata_dicts(old), old.column("chunk_id").to_pylist())
+    assert changed_keys(read_back, new) == expected
 
 
 def test_changed_keys_refuse_rows_that_do_not_line_up() -> None:
