@@ -25,7 +25,7 @@ from enrich.storage import table_from_rows
 from extractors.discover import max_file_bytes, scan
 from runs.errors import RunError
 from runs.state import Published
-from schemas.arrow import ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REJECT_SCHEMA, Reject, reject_table
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]
@@ -163,7 +163,7 @@ class Built:
     registry: pa.Table
     chunks: Path
     enriched: Path
-    rejects: list[dict[str, Any]]
+    rejects: list[Reject]
     rebuilt: set[str]  # doc_ids extracted this run
     reused: set[str]  # doc_ids in scope taken over unchanged
     file_keys: dict[str, str] = field(default_factory=dict)
@@ -217,10 +217,10 @@ def _carried(
 def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.Table:
     """This run's rejects, plus the published ones about files it did not read again (unchanged or out
     of scope) and that still exist."""
-    table = table_from_rows(built.rejects, REJECT_SCHEMA, "rejects")
+    table = reject_table(built.rejects)
     if previous is None or not previous.rejects.num_rows:
         return table
-    read = {r["source_file"] for r in built.rejects} | {
+    read = {r.source_file for r in built.rejects} | {
         f for d in built.rebuilt for f in (previous.doc_files().get(d) or [])
     }
     carried_docs = set(built.registry.column("doc_id").to_pylist()) - built.rebuilt
@@ -236,29 +236,9 @@ def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.
     return pa.concat_tables([table_from_rows(keep, REJECT_SCHEMA, "rejects"), table])
 
 
-def _reject(
-    run_id: str,
-    stage: str,
-    source_file: str | None,
-    doc_id: str | None,
-    reason: str,
-    chunk_id: str | None = None,
-    error: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "run_id": run_id,
-        "stage": stage,
-        "source_file": source_file,
-        "doc_id": doc_id,
-        "chunk_id": chunk_id,
-        "error": error,
-        "reason": reason,
-    }
-
-
-def skipped_rejects(run_id: str, skipped: list[tuple[str, str]]) -> list[dict[str, Any]]:
+def skipped_rejects(run_id: str, skipped: list[tuple[str, str]]) -> list[Reject]:
     """Rejects for the files a scan did not read (a symlink out of the source folder, a FIFO…)."""
-    return [_reject(run_id, "discover", path, None, reason, error="Skipped") for path, reason in skipped]
+    return [Reject(run_id, "discover", path, None, reason, error="Skipped") for path, reason in skipped]
 
 
 __all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "carry_rejects", "plan_scope"]

@@ -34,11 +34,11 @@ from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, re
 from enrich.storage import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 from extractors.discover import extract_file
 from extractors.model import Document
-from runs.build import Built, Prepared, Scope, _carried, _needs_reading, _reject, skipped_rejects
+from runs.build import Built, Prepared, Scope, _carried, _needs_reading, skipped_rejects
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError
 from runs.state import Published
-from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA, Reject
 from schemas.identifiers import order_key
 
 Progress = Callable[[str, int, int], None]
@@ -46,7 +46,7 @@ Progress = Callable[[str, int, int], None]
 
 def extract_files(
     files: list[Path], run_id: str, keep: Callable[[Document], None], progress: Progress | None = None
-) -> list[dict[str, Any]]:
+) -> list[Reject]:
     """Extract ``files`` (one shard of a run), handing each document to ``keep`` as it is read; returns the
     rejects for the files that could not be read."""
     rejects = []
@@ -56,7 +56,7 @@ def extract_files(
             keep(outcome.document)
         else:
             reason = outcome.error or "unknown error"
-            rejects.append(_reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
+            rejects.append(Reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
         if progress:
             progress("extract", n, len(files))
     return rejects
@@ -68,7 +68,7 @@ class Rebuilt:
 
     registry: pa.Table
     chunks: Path
-    rejects: list[dict[str, Any]]
+    rejects: list[Reject]
     reused: set[str]
     extracted: int
 
@@ -79,7 +79,7 @@ def registry_of(
     run_id: str,
     prepared: Prepared,
     documents: DocumentStore,
-    rejects: list[dict[str, Any]],
+    rejects: list[Reject],
     work: Path,
     only: tuple[str, ...] = (),
 ) -> Rebuilt:
@@ -87,7 +87,7 @@ def registry_of(
     that joins a reused document (another source, another language of the same act) rebuilds that one.
     Chunks go to ``work/chunks.parquet``."""
     reused, rejects = set(prepared.reused), list(rejects) + skipped_rejects(run_id, scope.skipped)
-    failed_reads = {r["source_file"] for r in rejects}
+    failed_reads = {r.source_file for r in rejects}
     for extra in range(1, len(scope.files) + 2):
         entries, group_rejects = _entries(list(documents.headers.values()), run_id)
         clash = _clashes(entries, reused, previous)
@@ -101,27 +101,27 @@ def registry_of(
             extra_rejects = extract_files(more, run_id, DocumentWriter(handle))
         documents.add_file(path)
         rejects += extra_rejects
-        failed_reads |= {r["source_file"] for r in extra_rejects}
+        failed_reads |= {r.source_file for r in extra_rejects}
     if scope.files and not len(documents) and not reused:
-        reasons = "; ".join(f"{r['source_file']}: {r['reason']}" for r in rejects[:5])
+        reasons = "; ".join(f"{r.source_file}: {r.reason}" for r in rejects[:5])
         raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
     wanted = [e for e in entries if not only or e.doc_id in only]
     registry, build_rejects = _rows_and_chunks(wanted, documents, run_id, work / "chunks.parquet")
     return Rebuilt(registry, work / "chunks.parquet", rejects + group_rejects + build_rejects, reused, len(documents))
 
 
-def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[dict[str, Any]]]:
+def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[Reject]]:
     """Registry entries (in doc_id order) of the documents whose identity can be told, from their headers."""
-    rejects: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
     usable = []
     for document in headers:
         try:
             doc_id_for(document.requisites)
             usable.append(document)
         except IdentityError as exc:
-            rejects.append(_reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
+            rejects.append(Reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
     entries, displaced = build_registry(usable)
-    rejects += [_reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
+    rejects += [Reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
                 for d in displaced]  # fmt: skip
     return sorted(entries.values(), key=lambda e: chunk_order(e.doc_id)), rejects
 
@@ -132,7 +132,7 @@ Item = tuple[Entry, list[Document], dict[str, Any], list[dict[str, Any]]]  # an 
 
 def _rows_and_chunks(
     entries: list[Entry], documents: DocumentStore, run_id: str, out: Path
-) -> tuple[pa.Table, list[dict[str, Any]]]:
+) -> tuple[pa.Table, list[Reject]]:
     """Each entry's row and chunks, built from its documents loaded one entry at a time; chunks are written
     to ``out`` as they come. One document's odd content rejects that document only.
 
@@ -140,13 +140,13 @@ def _rows_and_chunks(
     group, where one per entry cost ~2 ms each (0.8 s of a 20 000-chunk build). A group that does not
     convert is converted again entry by entry, so only the entries that fail are rejected."""
     rows: list[dict[str, Any]] = []
-    rejects: list[dict[str, Any]] = []
+    rejects: list[Reject] = []
 
     def refuse(item: Item, exc: Exception) -> None:
         entry, headers, *_ = item
         for document in headers:
             reason = f"cannot be stored: {type(exc).__name__}: {exc}"
-            rejects.append(_reject(run_id, "registry", document.source_file, entry.doc_id, reason,
+            rejects.append(Reject(run_id, "registry", document.source_file, entry.doc_id, reason,
                                    error=type(exc).__name__))  # fmt: skip
 
     def converted(group: list[Item]) -> pa.Table:
@@ -178,7 +178,7 @@ def _rows_and_chunks(
                 entry.documents = headers  # the texts are let go
             clash = _duplicate(found)
             if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
-                rejects.append(_reject(run_id, "chunk", clash[1], entry.doc_id, clash[0], error="DuplicateChunk"))
+                rejects.append(Reject(run_id, "chunk", clash[1], entry.doc_id, clash[0], error="DuplicateChunk"))
                 continue
             group.append((entry, headers, row, found))
             size += len(found)
@@ -233,7 +233,7 @@ def enrich_version(
     joined = out / ".joined.parquet"
     orphans = join_files(rebuilt.registry, rebuilt.chunks, joined)
     rejects = rebuilt.rejects + [
-        _reject(
+        Reject(
             run_id,
             "enrich",
             r["source_file"],
@@ -252,18 +252,18 @@ def enrich_version(
     enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
     joined.unlink(missing_ok=True)
     lineage, overflows = lineage_table(_noted(chunks), registry)  # the whole version's: acts resolve in it
-    rejects += [_reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
+    rejects += [Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
                 for o in overflows]  # fmt: skip
     registry = with_replacements(registry, lineage)
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
 
 
-def failed_files(rejects: list[dict[str, Any]]) -> set[str]:
+def failed_files(rejects: list[Reject]) -> set[str]:
     """The source files that failed this run at any stage (not read, no identity, not storable, a duplicate
     chunk…): the documents they published before are kept as they were. A file set aside for a stronger
     file of the same act (``Displaced``) did not fail: the act is built from the winner."""
-    return {r["source_file"] for r in rejects if r["source_file"] and r.get("error") != "Displaced"}
+    return {r.source_file for r in rejects if r.source_file and r.error != "Displaced"}
 
 
 def combine_files(

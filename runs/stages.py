@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -72,7 +70,7 @@ from runs.versions import (
     write_manifest,
     write_text_atomic,
 )
-from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA, Reject, reject_table, rejects_of
 from schemas.failpoints import failpoint
 from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embed import identified
@@ -198,8 +196,9 @@ def _size(path: str) -> int:
 
 
 def extract_shard(state_path: Path | str, index: int, progress: Progress | None = None) -> Path:
-    """Extract one shard's files: documents stream to ``shard-N.docs`` as they are read; the rejects and the
-    time taken go to ``shard-N.pkl``, written last (its presence says the shard is complete)."""
+    """Extract one shard's files: documents stream to ``shard-N.docs`` as they are read; the rejects go to
+    ``shard-N.rejects.parquet`` and the time taken to ``shard-N.json``, written last (its presence says the
+    shard is complete)."""
     state = RunState.load(state_path)
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
@@ -207,9 +206,10 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
         rejects = extract_files(files, state.run_id, DocumentWriter(handle), progress)
     seconds = time.perf_counter() - started
-    out = state.work / f"shard-{index:04d}.pkl"
-    with atomic_writer(out) as handle:
-        pickle.dump((rejects, seconds), handle, protocol=pickle.HIGHEST_PROTOCOL)
+    write_parquet_atomic(reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA,
+                         "rejects")  # fmt: skip
+    out = state.work / f"shard-{index:04d}.json"
+    write_text_atomic(out, json.dumps({"seconds": seconds}))
     return out
 
 
@@ -223,25 +223,24 @@ def registry(state_path: Path | str) -> Path:
     previous = Published.load(home, state.previous) if state.previous else None
     with timed(info, "registry"):
         documents = DocumentStore()
-        rejects: list[dict[str, Any]] = []
+        rejects: list[Reject] = []
         extract_seconds = 0.0
         for n in range(len(state.shards)):
-            path = state.work / f"shard-{n:04d}.pkl"
+            path = state.work / f"shard-{n:04d}.json"
             if not path.exists():
                 raise RunError(f"shard {n} of run {state.run_id} was not extracted ({path} is missing)")
-            with open(path, "rb") as handle:
-                shard_rejects, seconds = pickle.load(handle)
+            seconds = float(json.loads(path.read_text("utf-8"))["seconds"])
             documents.add_file(state.work / f"shard-{n:04d}.docs")
-            rejects += shard_rejects
+            rejects += rejects_of(read_parquet(state.work / f"shard-{n:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"))
             extract_seconds += seconds  # shard by shard: the extraction's own time, wherever it ran
         prepared = Prepared(state.keys, set(state.reused), [])
         rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
                               state.work, state.run_options.only)  # fmt: skip
         write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
-        write_text_atomic(state.work / "rejects.json", json.dumps(rebuilt.rejects, ensure_ascii=False))
+        write_parquet_atomic(reject_table(rebuilt.rejects), state.work / "rejects.parquet", REJECT_SCHEMA, "rejects")
     state.reused = sorted(rebuilt.reused)
     info.seconds["extract"] = round(extract_seconds, 3)
-    info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r["stage"] == "extract")
+    info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r.stage == "extract")
     state.update(info, Stage.REGISTRY)
     return state.path
 
@@ -255,7 +254,7 @@ def enrich(state_path: Path | str) -> Path:
         rebuilt = Rebuilt(
             registry=read_parquet(state.work / "registry.parquet", REGISTRY_SCHEMA, "registry"),
             chunks=state.work / "chunks.parquet",
-            rejects=json.loads((state.work / "rejects.json").read_text("utf-8")),
+            rejects=rejects_of(read_parquet(state.work / "rejects.parquet", REJECT_SCHEMA, "rejects")),
             reused=set(state.reused),
             extracted=0,
         )

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
 import pyarrow as pa
 
 from schemas.errors import ZanError
@@ -164,6 +169,33 @@ REJECT_SCHEMA = pa.schema(
         pa.field("reason", pa.string(), nullable=False),
     ]
 )
+
+
+RejectStage = Literal["discover", "extract", "registry", "chunk", "enrich", "lineage", "index"]
+
+
+@dataclass(frozen=True)
+class Reject:
+    """One thing a run could not use, and why: a row of ``rejects.parquet`` (:data:`REJECT_SCHEMA`)."""
+
+    run_id: str
+    stage: RejectStage
+    source_file: str | None
+    doc_id: str | None
+    reason: str
+    chunk_id: str | None = None
+    error: str | None = None  # the error's class: ExtractError, UnicodeDecodeError, Skipped, Displaced…
+
+
+def reject_table(rejects: Iterable[Reject]) -> pa.Table:
+    """Rejects as a :data:`REJECT_SCHEMA` table."""
+    rows = [dataclasses.asdict(r) for r in rejects]
+    return pa.Table.from_pylist(rows, schema=REJECT_SCHEMA) if rows else REJECT_SCHEMA.empty_table()
+
+
+def rejects_of(table: pa.Table) -> list[Reject]:
+    """The rejects a :data:`REJECT_SCHEMA` table holds."""
+    return [Reject(**row) for row in table.select(REJECT_SCHEMA.names).to_pylist()]
 
 
 class SchemaError(ZanError, ValueError):
