@@ -21,6 +21,7 @@ from enrich.chunking import LIST_CAP
 from lookup.fusion import RRF_K
 from lookup.version import Narrowing, VersionChunks
 from vectors.embed import Embedder
+from vectors.index import Collection
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,7 @@ def fetch_chunks_by_doc_ids(
     k_per_doc: int = 5,
     articles: Sequence[str] | None = None,
     *,
-    collection: Any,
+    collection: Collection,
     embedder: Embedder,
     query_vector: np.ndarray | None = None,
     published: Mapping[str, str] | None = None,
@@ -223,7 +224,7 @@ def row_chunk(row: dict[str, Any], text: str, score: float, found_by: str = "ide
 
 
 def vector_search(
-    query: str, k: int, *, collection: Any, embedder: Embedder, published: Mapping[str, str] | None = None
+    query: str, k: int, *, collection: Collection, embedder: Embedder, published: Mapping[str, str] | None = None
 ) -> list[Chunk]:
     """Plain nearest-neighbour search over the whole collection: the fallback, and the eval's baseline."""
     vector = embedder.embed_queries([query])[0]

@@ -16,15 +16,37 @@ import re
 from collections.abc import Callable
 from dataclasses import replace
 
-from extractors.reference import find_local_issuer, issuers
-from extractors.requisites import KZ_MONTHS, RU_MONTHS, parse_date
+from extractors.reference import find_local_issuer
+from extractors.requisites import parse_date
 from lookup.binding import bind
-from lookup.code_names import alias_regex, code_of, code_regex
+from lookup.code_names import code_of, code_regex
 from lookup.identifier import Identifier, IdentifierKind, Row
+from lookup.parts import (
+    ART,
+    ART_WORD,
+    BAP,
+    IN_GUILLEMETS,
+    ISSUER_HEAD,
+    ISSUER_TAIL,
+    LOCAL_ISSUER,
+    NUM_SIGN,
+    ORDER_NUM,
+    PARA_KZ,
+    PARA_RU,
+    REGISTERED_RU,
+    TITLE_WORD,
+    TITLE_WORDS,
+    TYPE_KZ,
+    TYPE_NAMES,
+    TYPE_RU,
+    TYPE_WORDS,
+    date_part,
+    issuer_patterns,
+    issuer_regex,
+)
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
-    ARTICLE_LABEL,
     canonical_adilet_id,
     canonical_article_label,
     canonical_law_number,
@@ -36,102 +58,6 @@ from schemas.identifiers import (
     title_key,
 )
 from schemas.kinds import DocType
-
-# ---------------------------------------------------------------------------------------------------------
-# Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
-_UP = "A-ZА-ЯЁӘҒҚҢӨҰҮҺІ"
-NUM_SIGN = r"(?:№|(?<!\w)N(?=\s?\d)|(?<!\w)No\.?)"
-ART = rf"(?P<art>{ARTICLE_LABEL})(?![\d.,]\d|-?\d)"
-ART_WORD = r"\b(?:[Сс]т(?:ать[а-яё]*|\.)|СТАТЬ[А-ЯЁ]*|Article|Art\.)"
-PARA_RU = r"(?:\b(?P<pw>[Пп]п\.|[Пп](?:ункт[а-я]*|\.)|[Чч](?:аст[а-я]*|\.))\s*(?P<para>\d{1,3}(?:\.\d{1,3})?)\s*,?\s*)"
-BAP = r"\s*-?\s*(?:бап|баб)\w*"
-PARA_KZ = r"(?:\s+(?P<para2>\d{1,3})\s*-?\s*тармағ\w*)"
-DATE_NUM = r"\d{1,2}\.\d{1,2}\.\d{4}"
-DATE_RU = r"\d{1,2}\s+(?:" + "|".join(RU_MONTHS) + r")\s+\d{4}(?:\s*(?:года|г\.))?"
-DATE_KZ = r"\d{4}\s*жыл[ғг]ы\s+\d{1,2}\s+(?:" + "|".join(KZ_MONTHS) + r")\w*"
-
-
-def date_part(n: int) -> str:
-    """A date (or a year alone) in any spelling, as groups ``date<n>`` / ``year<n>``."""
-    year = rf"(?P<year{n}>\d{{4}})\s*(?:года|г\.|жыл\w*)"
-    return rf"(?:(?P<date{n}>{DATE_NUM}|{DATE_RU}|{DATE_KZ})|{year})"
-
-
-_LOW = "а-яёәғқңөұүһі"
-# An act's own number in every form met: 211, 1428, 7/71, 11-1-2/535, 4-1/271, 77-НП, 359-НҚ, 68/НҚ, 47-р,
-# ҚР ДСМ-26, ҚР ДСМ-322/2020, and a maslikhat's session-prefixed «8С 37/5». The token must end where the
-# number ends: «№ 94-VI» is never read as «№ 94» (that is a law number, and a different act).
-ORDER_NUM = (
-    rf"(?P<num>(?:[{_UP}]{{1,4}}\s+)?(?:[{_UP}]{{1,5}}\s*-\s*)?\d{{1,6}}"
-    rf"(?:[{_UP}{_LOW}]{{1,2}}(?=\s+\d{{1,4}}\s*/)\s+\d{{1,4}}\s*/\s*\d{{1,4}})?"
-    rf"(?:\s*[-/]\s*(?:\d{{1,6}}|[{_UP}{_LOW}A-Za-z]{{1,4}}(?![{_UP}{_LOW}A-Za-z])))*)"
-    r"(?![\w/-]|[.,]\d)"
-)
-TYPE_RU = (
-    r"(?P<type>\b(?:[Нн]ормативн\w*\s+постановлени|[Пп]риказ|[Пп]остановлени|[Уу]каз|[Рр]ешени|[Рр]аспоряжени"
-    r"|[Зз]акон|[Oo]rder|[Rr]esolution|[Dd]ecree|[Dd]ecision)\w*)"
-)
-TYPE_KZ = r"(?P<type>\b(?:бұйры[қғ]|қаулы|[Жж]арлы[қғ]|шешім|өкім)\w*)"
-REGISTERED_RU = r"\b[Зз]арегистрирован\w*\s+(?:в\s+)?(?:Министерстве\s+юстиции|Минюсте|МЮ)[^№]{0,80}?"
-
-# type word (its stem) → the doc_type it names; «постановление» covers a court's normative ruling too
-_TYPE_WORDS: dict[str, DocType] = {"нормативн": "ruling", "приказ": "order", "order": "order", "бұйры": "order"}
-_TYPE_WORDS |= {"постановлени": "resolution", "resolution": "resolution", "қаулы": "resolution"}
-_TYPE_WORDS |= {"указ": "decree", "decree": "decree", "жарлы": "decree", "решени": "decision", "шешім": "decision"}
-_TYPE_WORDS |= {"decision": "decision", "распоряжени": "instruction", "өкім": "instruction", "закон": "law"}
-_TYPE_NAMES: dict[str, str] = {
-    "order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
-    "ruling": "Нормативное постановление", "instruction": "Распоряжение", "law": "Закон",
-}  # fmt: skip
-# doc types a query's type word admits (a user writes «постановление» for a court's normative ruling)
-TYPE_ADMITS: dict[DocType, tuple[DocType, ...]] = {"resolution": ("resolution", "ruling"), "ruling": ("ruling",)}
-
-
-_ISSUER_HEAD = r"(?:Қазақстан\s+Республикасы\w*\s+)?"
-_ISSUER_TAIL = r"(?:\s+(?:Республики\s+Казахстан|РК))?(?:\s+м\.а\.)?"
-
-
-@functools.cache
-def _issuer_patterns() -> tuple[tuple[str, re.Pattern[str]], ...]:
-    """Per issuer: its declined full names and its aliases (МТСЗН, Минтруда, Правительства РК)."""
-    out = []
-    for issuer in issuers():
-        # requisites-only patterns anchored at a line's start or end («^Закон Республики …») are not names
-        full = [p.pattern + r"\w*(?:\s+населения)?" for p in issuer.patterns if not re.search(r"\^|\$", p.pattern)]
-        aliases = [alias_regex(a) for a in sorted({issuer.short, *issuer.aliases}, key=len, reverse=True)]
-        out.append((issuer.short, re.compile("|".join([*full, *aliases]), re.IGNORECASE)))
-    return tuple(out)
-
-
-# A local body with the words around it: «Атбасарского районного маслихата», «акимата Камыстинского района
-# Костанайской области», «акима села Бестобе». Every repeat and word is bounded, so matching stays linear.
-_LOCAL_WORD = r"[А-ЯЁа-яёӘҒҚҢӨҰҮҺІәғқңөұүһі-]{1,40}"
-_LOCAL_PLACE = r"(?:района|области|города|округа|села|поселка|ауданы|облысы|қаласы)"
-LOCAL_ISSUER = (
-    rf"(?<![\w-])(?:{_LOCAL_WORD}(?:ого|его|ой)\s+){{0,2}}(?:[Мм]аслихат|[Аа]кимат|[Аа]ким|[Мм]әслихат|[Әә]кім)\w*"
-    rf"(?:\s+(?:{_LOCAL_WORD}\s+)?{_LOCAL_PLACE}(?:\s+[А-ЯЁӘҒҚҢӨҰҮҺІ]{_LOCAL_WORD})?){{0,3}}"
-)
-
-
-@functools.cache
-def _issuer_regex(group: str = "issuer") -> str:
-    names = "|".join(f"(?:{p.pattern})" for _, p in _issuer_patterns())
-    return rf"(?P<{group}>{_ISSUER_HEAD}(?:{names}){_ISSUER_TAIL}|{LOCAL_ISSUER})"
-
-
-_TITLE_WORD = r"\b(?:[Зз]акон\w*|[Пп]остановлени\w*|[Пп]риказ\w*|[Уу]каз\w*)"
-# a title in guillemets with up to two levels of guillemets inside («О внесении … в приказ … «Об … «Фонд …»»»),
-# bounded (a question is at most 2 000 characters); only the inner alternative can take «, so it stays linear
-_NESTED = r"«[^«»]{0,2000}»"
-_IN_GUILLEMETS = rf"(?:[^«»]|«(?:[^«»]|{_NESTED}){{0,2000}}»){{3,2000}}"
-# the words of an unquoted title: Cyrillic words, up to the first word that starts the question itself or
-# names a part of the act (a digit, a punctuation mark or the end also ends it); bounded, so linear
-_TITLE_STOP = (
-    r"(?:стать\w*|ст|пункт\w*|п|глав\w*|что|как\w*|сколько|можно|ли|кто|когда|где|почему|зачем|это|в\s+част\w*"
-    r"|говорит|гласит|сказано|написано|regarding)"
-)
-_TITLE_WORDS = rf"[а-яёА-ЯЁ-]{{1,40}}(?:\s+(?!{_TITLE_STOP}(?![а-яё]))[а-яёА-ЯЁ-]{{1,40}}){{0,14}}"
-
 
 # ---------------------------------------------------------------------------------------------------------
 # Builders: a match → an Identifier (or None when the match is not one after all).
@@ -215,7 +141,7 @@ def _order(m: re.Match[str]) -> Identifier | None:
     year_text = groups.get("year1") or groups.get("year2")
     date = parse_date(date_text.replace("жылгы", "жылғы")) if date_text else None
     year = int(year_text) if year_text else (date.year if date else None)
-    parts = [_TYPE_NAMES.get(doc_type or ""), issuer, f"№ {number}"]
+    parts = [TYPE_NAMES.get(doc_type or ""), issuer, f"№ {number}"]
     if date:
         parts.append(f"от {date:%d.%m.%Y}")
     elif year:
@@ -270,8 +196,8 @@ def find_issuer_short(text: str) -> str | None:
     """The issuer's short form for a spelling: an alias (Минтруда), a declined full name, or a local body
     («Атбасарского районного маслихата» → маслихат)."""
     text = normalize_space(text)
-    for short, pattern in _issuer_patterns():
-        if re.fullmatch(f"{_ISSUER_HEAD}(?:{pattern.pattern}){_ISSUER_TAIL}", text, re.IGNORECASE):
+    for short, pattern in issuer_patterns():
+        if re.fullmatch(f"{ISSUER_HEAD}(?:{pattern.pattern}){ISSUER_TAIL}", text, re.IGNORECASE):
             return short
     if re.fullmatch(LOCAL_ISSUER, text):
         local = find_local_issuer(text)
@@ -283,7 +209,7 @@ def _type_of(word: str | None) -> DocType | None:
     if not word:
         return None
     lowered = word.lower()
-    return next((kind for stem, kind in _TYPE_WORDS.items() if lowered.startswith(stem)), None)
+    return next((kind for stem, kind in TYPE_WORDS.items() if lowered.startswith(stem)), None)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -301,7 +227,7 @@ def _row(name: str, kind: IdentifierKind, regex: str, build: Builder, *examples:
 @functools.cache
 def rows() -> tuple[Row, ...]:
     """The grammar, built once on first use (no import-time work)."""
-    code, issuer = code_regex(), _issuer_regex()
+    code, issuer = code_regex(), issuer_regex()
     date_sep = r"(?:\s*,?\s*(?:от|from|dated)?\s*)"
     standard_rows = tuple(
         Row(f"standard_{f.org}", "standard", f.pattern, f.examples, _standard_builder(i), folded=True)
@@ -420,7 +346,7 @@ def rows() -> tuple[Row, ...]:
             "order_ru",
             "order",
             rf"{TYPE_RU}(?:\s+{issuer})?(?:{date_sep}{date_part(1)})?\s*(?:{NUM_SIGN}\s*{ORDER_NUM}|(?P<bare>\d{{1,6}})(?![\d.]))"
-            rf"(?:{date_sep}{date_part(2)})?(?:\s+{_issuer_regex('issuer2')})?",
+            rf"(?:{date_sep}{date_part(2)})?(?:\s+{issuer_regex('issuer2')})?",
             _order,
             "Приказ МТСЗН №211 от 25.12.2024",
             "Приказ №211 МТСЗН",
@@ -455,8 +381,8 @@ def rows() -> tuple[Row, ...]:
         _row(
             "title_quoted",
             "title",
-            rf"(?:(?P<type>{_TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан|Қазақстан\s+Республикасының)\s+)?)?"
-            rf"(?:«(?P<title>{_IN_GUILLEMETS})»|[\"“„](?P<title2>[^\"“”„«»]{{3,2000}})[\"”“])"
+            rf"(?:(?P<type>{TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан|Қазақстан\s+Республикасының)\s+)?)?"
+            rf"(?:«(?P<title>{IN_GUILLEMETS})»|[\"“„](?P<title2>[^\"“”„«»]{{3,2000}})[\"”“])"
             r"(?:\s*(?P<type_kz>туралы\s+(?:[Зз]аң\w*|[Кк]одекс\w*)))?",
             _title,
             "Закон «О противодействии коррупции»",
@@ -469,7 +395,7 @@ def rows() -> tuple[Row, ...]:
         _row(
             "title_unquoted",
             "title",
-            rf"(?P<type>{_TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан)\s+)?(?P<words>(?:о|об|О|Об)\s+{_TITLE_WORDS})",
+            rf"(?P<type>{TITLE_WORD})\s+(?:(?:РК|Республики\s+Казахстан)\s+)?(?P<words>(?:о|об|О|Об)\s+{TITLE_WORDS})",
             _title,
             "закон о противодействии коррупции",
             "Закона РК о противодействии коррупции",

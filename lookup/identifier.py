@@ -11,6 +11,9 @@ from typing import Any, Literal
 from schemas.designations import Designation
 from schemas.kinds import DocType
 
+# One word for a whole answer (and for each match): see lookup.route.overall_status.
+LookupStatus = Literal["exact", "ambiguous", "partial", "not_found", "no_identifier"]
+
 IdentifierKind = Literal[
     "adilet_id",  # V2300031934
     "law_number",  # 414-V (a law or code by its number)

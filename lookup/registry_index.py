@@ -19,12 +19,14 @@ from typing import Any
 from enrich.storage import read_parquet
 from lookup.code_names import code_key
 from lookup.errors import LookupProblem
-from lookup.grammar import TYPE_ADMITS, find_issuer_short
-from lookup.identifier import Identifier
+from lookup.grammar import find_issuer_short
+from lookup.identifier import Identifier, LookupStatus
+from lookup.parts import TYPE_ADMITS
 from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key, title_key
 from schemas.published import published_file
+from schemas.statuses import DocStatus, as_status
 
 MAX_CANDIDATES = 5
 
@@ -48,7 +50,7 @@ class DocInfo:
     registration_number: str | None
     intl_org: str | None
     intl_section: str | None
-    status: str
+    status: DocStatus
     article_labels: frozenset[str]
     repealed_by: str | None = None
     repealed_on: dt.date | None = None
@@ -76,7 +78,7 @@ class Match:
     annex_only: bool = False  # the пункт is one of an annex («п. 12 Правил»), not of the act's own text
 
     @property
-    def status(self) -> str:
+    def status(self) -> LookupStatus:
         """An article named with no document is ``ambiguous`` (ask which document), whatever the registry
         holds; otherwise: none found, one, or several."""
         if self.candidates_only:
@@ -302,7 +304,7 @@ def _doc_info(row: dict[str, Any]) -> DocInfo:
         registration_number=row["registration_number"],
         intl_org=row["intl_org"],
         intl_section=row["intl_section"],
-        status=row["status"],
+        status=as_status(row["status"]),
         article_labels=frozenset(row["article_labels"] or []),
         repealed_by=row.get("repealed_by"),
         repealed_on=row.get("repealed_on"),

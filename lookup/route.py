@@ -28,7 +28,7 @@ from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_ch
 from lookup.fusion import Candidate, fuse, language_first, question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
-from lookup.identifier import Identifier
+from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
@@ -36,7 +36,7 @@ from schemas.published import check_home, published_file
 from schemas.text import clean_text
 from vectors.embed import Embedder, identified
 from vectors.embedders import embedder_for
-from vectors.index import COLLECTION, find_collection, open_client
+from vectors.index import COLLECTION, Collection, find_collection, open_client
 from vectors.repair import damaged_folder, rebuilt_copy
 from vectors.store import VectorStore
 
@@ -44,7 +44,7 @@ from vectors.store import VectorStore
 @dataclass
 class RouteResult:
     query: str
-    status: str
+    status: LookupStatus
     identifiers: list[Identifier]
     matches: list[Match]
     chunks: list[Chunk]
@@ -67,7 +67,7 @@ class RouteResult:
         }
 
 
-def overall_status(matches: list[Match]) -> str:
+def overall_status(matches: list[Match]) -> LookupStatus:
     """One word for the whole answer. ``no_identifier``: nothing to resolve; ``not_found``: nothing
     resolved (and no chunk is returned); ``partial``: some identifiers resolved, others did not (chunks come
     only from what resolved, and the hint says what is missing); else ``ambiguous`` if any is, else
@@ -121,7 +121,7 @@ class Lookup:
         self.store = VectorStore(home, self.embedder_id)
         self._lock = threading.Lock()
         self._snapshot = self._checked(Snapshot.open(home, max_candidates))
-        self._collection: Any = None
+        self._collection: Collection | None = None
 
     @classmethod
     def open(
@@ -163,7 +163,7 @@ class Lookup:
         return self.snapshot().lineage
 
     @property
-    def collection(self) -> Any:
+    def collection(self) -> Collection:
         if self._collection is None:
             self._collection = _open_collection(self.home, self.chroma_url, self.embedder, self.embedder_id)
         return self._collection
@@ -342,7 +342,7 @@ def _changed_by(lineage: LineageIndex, match: Match) -> list[Change]:
     return lineage.changed_by(ident.number)
 
 
-def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder, embedder_id: str) -> Any:
+def _open_collection(home: Path, chroma_url: str | None, embedder: Embedder, embedder_id: str) -> Collection:
     """The published index's collection: the embedded one (a private copy on a read-only HOME, a rebuilt one
     when it is damaged) or the server's; refused when another embedder built it."""
     folder = readable_chroma(home / "chroma") if chroma_url is None else None

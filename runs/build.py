@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pyarrow as pa
 
@@ -65,9 +65,12 @@ def file_key(path: Path) -> str:
     return f"{digest.hexdigest()}:{code_fingerprint()}"
 
 
+ScopeKind = Literal["full", "source", "only", "since", "rollback"]  # what a run reads: see plan_scope
+
+
 @dataclass
 class Scope:
-    kind: str  # full, source, only, since
+    kind: ScopeKind
     files: list[Path]
     roots: list[Path]  # the sources the new version records
     touched: set[str]  # published doc_ids whose files are in scope (rebuilt, or deleted when gone)
@@ -95,7 +98,7 @@ def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None
         return _only_scope(only, previous, recorded)
     roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
     files, skipped = _scanned(roots)
-    kind = "source" if sources and previous else "full"
+    kind: ScopeKind = "source" if sources and previous else "full"
     if since:
         files, kind = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since], "since"
     if previous is None or kind == "full":
@@ -139,7 +142,7 @@ def _scanned(roots: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
 
 
 def _widened(
-    kind: str,
+    kind: ScopeKind,
     files: list[Path],
     roots: list[Path],
     recorded: list[Path],

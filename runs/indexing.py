@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +34,7 @@ from schemas.failpoints import failpoint
 from vectors.embed import Embedder, identified
 from vectors.embedders import make_embedder
 from vectors.index import (
+    Collection,
     LazyClient,
     WriteResult,
     collection_embedder,
@@ -112,7 +112,7 @@ HELD_COLUMNS = ("chunk_id", *dict.fromkeys(METADATA_FIELDS))  # what a metadata-
 def stream_changes(
     home: Path,
     run_id: str,
-    collection: Any,
+    collection: Collection,
     enriched_path: Path,
     changes: ChangeSet,
     embedder: Embedder,

@@ -16,10 +16,18 @@ Matching folds case and Cyrillic/Latin look-alikes: real exports carry «Утpа
 from __future__ import annotations
 
 import re
+from typing import Literal, get_args
 
 from schemas.identifiers import fold_lookalikes, normalize_space
 
-STATUSES = ("in_force", "updated", "repealed", "not_in_force", "suspended", "unknown")
+DocStatus = Literal["in_force", "updated", "repealed", "not_in_force", "suspended", "unknown"]
+STATUSES: tuple[DocStatus, ...] = get_args(DocStatus)
+
+
+def as_status(value: str | None) -> DocStatus:
+    """A status value as the vocabulary type (anything else: ``unknown``)."""
+    return next((s for s in STATUSES if s == value), "unknown")
+
 
 _LABELS = {
     "действующий": "in_force",

@@ -21,7 +21,7 @@ from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK, REGISTRY_SCHEMA
 from schemas.errors import ZanError
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, fold_lookalikes
 from schemas.published import published_file
-from vectors.index import BATCH, find_collection, open_client
+from vectors.index import BATCH, Collection, find_collection, open_client
 
 SOURCE_KEYS = ("source_file", "source", "file", "filename", "file_name", "file_path", "path", "url", "source_url")
 _ADILET_ID = re.compile(rf"(?<![A-Za-z0-9])({ADILET_ID})(?![A-Za-z0-9])", re.I)
@@ -90,7 +90,7 @@ def enrich_collection(home: Path, name: str, chroma_url: str | None = None, dry_
 
 
 def _adopt_page(
-    collection: Any, page: dict[str, Any], by_key: dict[str, dict[str, Any]], info: AdoptInfo, dry_run: bool
+    collection: Collection, page: dict[str, Any], by_key: dict[str, dict[str, Any]], info: AdoptInfo, dry_run: bool
 ) -> None:
     ids, metas = [], []
     for record_id, meta, text in zip(page["ids"], page["metadatas"], page["documents"], strict=True):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, cast
 from urllib.parse import urlparse
 
 import numpy as np
@@ -27,6 +27,28 @@ COLLECTION = "zan_chunks"
 BATCH = 1000  # records per Chroma call, measured against the client's get_max_batch_size() (5 461), embedded:
 # upserting 20k chunks 28 s / 723 MB against 31 s / 960 MB; a raw upsert of 100k records 235.5 s against
 # 244.9 s; metadata-only updates of 20k records' two changed keys 3.5-5.2 s against 5.4-5.9 s
+
+
+class Collection(Protocol):
+    """What zan calls on a Chroma collection (embedded or over HTTP): the one typed boundary with Chroma."""
+
+    @property
+    def metadata(self) -> dict[str, Any] | None: ...
+
+    def count(self) -> int: ...
+
+    def get(self, ids: list[str] | None = ..., where: dict[str, Any] | None = ..., limit: int | None = ...,
+            offset: int | None = ..., include: list[str] = ...) -> Any: ...  # fmt: skip
+
+    def query(self, query_embeddings: Any, n_results: int = ..., include: list[str] = ...) -> Any: ...
+
+    def upsert(self, ids: list[str], embeddings: Any, documents: Any = ..., metadatas: Any = ...) -> None: ...
+
+    def add(self, ids: list[str], embeddings: Any, documents: Any = ..., metadatas: Any = ...) -> None: ...
+
+    def update(self, ids: list[str], metadatas: Any = ...) -> None: ...
+
+    def delete(self, ids: list[str] | None = ...) -> None: ...
 
 
 class IndexUnavailable(TransientError):
@@ -52,7 +74,7 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) 
     return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
 
 
-def index_state(collection: Any) -> pa.Table:
+def index_state(collection: Collection) -> pa.Table:
     """What the collection holds now: chunk_id, text_hash and the hash of the metadata it holds (recomputed
     from the record's metadata: the index does not store it), read page by page."""
     pages: list[pa.Table] = []
@@ -80,7 +102,7 @@ class LazyClient:
             self._client = open_client(self.home / "chroma", self.url)
         return self._client
 
-    def collection(self) -> Any:
+    def collection(self) -> Collection:
         """The zan collection, which must exist (a run that wrote to it reads it back)."""
         collection = find_collection(self.get())
         if collection is None:
@@ -88,13 +110,13 @@ class LazyClient:
         return collection
 
 
-def find_collection(client: Any, name: str = COLLECTION) -> Any | None:
+def find_collection(client: Any, name: str = COLLECTION) -> Collection | None:
     """The collection ``name``, or None when there is none. Only "does not exist" reads as None: a server
     that cannot be reached raises :class:`IndexUnavailable`, never passes for an empty index."""
     from chromadb.errors import NotFoundError
 
     try:
-        return client.get_collection(name, embedding_function=None)
+        return cast(Collection, client.get_collection(name, embedding_function=None))
     except NotFoundError:
         return None
     except (ConnectionError, OSError) as exc:
@@ -107,7 +129,7 @@ def collection_embedder(client: Any, name: str = COLLECTION) -> str | None:
     return None if collection is None else str((collection.metadata or {}).get("zan_embedder"))
 
 
-def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> Any:
+def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> Collection:
     """The collection for ``embedder``; a collection built by another embedder is rebuilt, on purpose."""
     collection = client.get_or_create_collection(
         name, metadata={"hnsw:space": "cosine", "zan_embedder": embedder.id}, embedding_function=None
@@ -117,7 +139,7 @@ def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> A
         collection = client.create_collection(
             name, metadata={"hnsw:space": "cosine", "zan_embedder": embedder.id}, embedding_function=None
         )
-    return collection
+    return cast(Collection, collection)
 
 
 @dataclass(frozen=True)
@@ -127,7 +149,7 @@ class WriteResult:
 
 
 def upsert_table(
-    collection: Any,
+    collection: Collection,
     table: pa.Table,
     vectors: Mapping[str, Any],
     progress: Callable[[int], None] | None = None,
@@ -154,7 +176,7 @@ def upsert_table(
 
 
 def update_table(
-    collection: Any,
+    collection: Collection,
     table: pa.Table,
     held: pa.Table | None = None,
     progress: Callable[[int], None] | None = None,
@@ -232,7 +254,7 @@ def _as(column: pa.Array | None, kind: pa.DataType, rows: int) -> pa.Array:
     return column if column.type == kind else column.cast(kind)
 
 
-def delete_ids(collection: Any, ids: list[str]) -> int:
+def delete_ids(collection: Collection, ids: list[str]) -> int:
     for batch in _batches(ids, BATCH):
         collection.delete(ids=batch)
     return len(ids)

@@ -27,7 +27,7 @@ from enrich.storage import iter_parquet
 from schemas.errors import TransientError
 from schemas.failpoints import failpoint
 from vectors.embed import Embedder
-from vectors.index import BATCH, COLLECTION, find_collection, get_collection, open_client, upsert_table
+from vectors.index import BATCH, COLLECTION, Collection, find_collection, get_collection, open_client, upsert_table
 from vectors.store import VectorStore
 
 MIN_FREE_MB = 64  # always left free on HOME's file system (ZAN_MIN_FREE_MB)
@@ -111,7 +111,7 @@ def _damage_or_raise(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def rebuild(folder: Path, embedder: Embedder, enriched: Path, store: VectorStore) -> tuple[Any, int]:
+def rebuild(folder: Path, embedder: Embedder, enriched: Path, store: VectorStore) -> tuple[Collection, int]:
     """A fresh collection under ``folder`` holding the chunks of ``enriched`` (a version's file, read a batch
     at a time) with vectors from ``store`` (texts it lacks are embedded). Returns the collection and the
     number embedded."""
@@ -149,7 +149,7 @@ def ensure_healthy(home: Path, embedder: Embedder, published: Path | None) -> st
     return f"the embedded index was damaged ({why[:200]}); moved to {aside.name} and rebuilt from the published version"
 
 
-def rebuilt_copy(home: Path, embedder: Embedder, enriched: Path) -> Any:
+def rebuilt_copy(home: Path, embedder: Embedder, enriched: Path) -> Collection:
     """A private, temporary collection rebuilt from the published version (for lookups on a damaged index)."""
     folder = Path(tempfile.mkdtemp(prefix="zan-chroma-rebuilt-"))
     import atexit
