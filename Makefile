@@ -39,7 +39,7 @@ test-deploy: setup deploy-deps  ## the native Airflow stack end to end through t
 	$(UV) run pytest -q -m deploy tests/deploy
 
 test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection, no stack
-	$(UV) run pytest -q -m "not airflow and not server and not slow and not deploy"
+	$(UV) run pytest -q -n 2 -m "not airflow and not server and not slow and not deploy"
 
 bench: setup  ## every benchmark at its default size, each figure beside its same-run baseline and goal (<15 min)
 	$(UV) run python benchmarks/run_all.py

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from lookup.fetch import fetch_chunks_by_doc_ids
+from lookup.chunks import fetch_chunks_by_doc_ids
 from lookup.grammar import parse
 from lookup.registry_index import RegistryIndex
 from vectors.index import open_client

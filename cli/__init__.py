@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from cli import fetch, index, lookup, query, run
+from cli import adopt, fetch, lookup, query, run
 
 app = typer.Typer(
     name="zan",
@@ -23,7 +23,7 @@ app = typer.Typer(
 app.command("run")(run.run_command)
 app.command("versions")(run.versions_command)
 app.command("rollback")(run.rollback_command)
-app.command("enrich-collection")(index.enrich_collection_command)
+app.command("enrich-collection")(adopt.enrich_collection_command)
 app.command("fetch")(fetch.fetch_command)
 app.command("sql")(query.sql_command)
 app.command("lookup")(lookup.lookup_command)

@@ -85,7 +85,7 @@ def plan(fetched: dict[str, Any] | None = None) -> list[str]:
     """Take the lease and plan the run (scope, files to read, shards); returns one ``state#shard`` reference
     per shard (at least one). Params, when the DAG has them, scope the run."""
     from runs import stages
-    from runs.build import confined_sources
+    from runs.scope import confined_sources
     from runs.state import RunOptions
 
     params = get_current_context()["params"]

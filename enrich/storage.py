@@ -9,8 +9,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from extractors.files import atomic_writer
 from schemas.arrow import conform
+from schemas.files import atomic_writer
 
 ROW_GROUP_SIZE = 122_880  # DESIGN.md: ~2x faster DuckDB joins than one big row group
 STREAM_ROWS = 8_192  # rows per batch (and row group) of a table written as a stream: memory holds one batch

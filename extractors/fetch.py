@@ -33,8 +33,8 @@ import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
 from extractors.discover import max_file_bytes
-from extractors.files import atomic_write
 from schemas.errors import ZanError
+from schemas.files import atomic_write
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
 
 BASE_URL = "https://adilet.zan.kz"

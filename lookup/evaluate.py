@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lookup.fetch import Chunk
+from lookup.chunks import Chunk
 from lookup.route import Lookup
 from schemas.errors import ZanError
 

@@ -7,7 +7,7 @@ Format (the seed's): «✓ 'ст. 182 ТК РК' → Трудовой кодек
 
 from __future__ import annotations
 
-from lookup.fetch import Chunk
+from lookup.chunks import Chunk
 from lookup.lineage import Change, LineageIndex
 from lookup.registry_index import DocInfo, Match
 

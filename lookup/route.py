@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from lookup.chunks import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.errors import LookupProblem
-from lookup.fetch import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.fusion import Candidate, fuse, language_first, question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method

@@ -21,15 +21,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from enrich.storage import STREAM_ROWS, iter_parquet
-from extractors.files import atomic_writer
 from runs.diff import CLASSES, DIFF_SCHEMA, WRITTEN, ChangeClass, ChunkDiff, DiffStep
 from runs.errors import RunError, ShrinkRefused
 from runs.state import Published, RunInfo, RunOptions
 from runs.versions import write_text_atomic
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, conform
+from schemas.files import atomic_writer
 
 if TYPE_CHECKING:
-    from runs.build import Scope
+    from runs.scope import Scope
 
 DIRTY = "index.dirty"
 DIFF_FILE, HELD_FILE, COUNTS_FILE = "diff.parquet", "held.parquet", "diff.json"

@@ -10,7 +10,7 @@ embedded) and ``meta_hash`` (of the metadata written beside it). Comparing them 
 - ``deleted``          id no longer wanted         → delete
 
 Both sides are streams of tables in chunk id order (a version's chunk files are written in that order, see
-:func:`runs.rebuild.chunk_order`), so :func:`classify_stream` is a merge: it holds one batch of each side,
+:func:`runs.build.chunk_order`), so :func:`classify_stream` is a merge: it holds one batch of each side,
 never the corpus's ids (a 200 000-chunk diff held as Python lists and sets cost more memory than any batch).
 :func:`classify` is the same rules over two whole tables, for callers that have them in memory.
 """

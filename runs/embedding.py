@@ -26,11 +26,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from enrich.storage import iter_parquet
-from extractors.files import atomic_writer
-from runs.build import Scope
 from runs.changes import forced_rows
 from runs.indexing import KnownHashes, prefixes
+from runs.scope import Scope
 from runs.state import Progress, RunState, timed
+from schemas.files import atomic_writer
 from vectors.embed import EmbedderSpec, identified
 from vectors.embedders import make_embedder
 from vectors.store import VectorStore

@@ -15,7 +15,6 @@ import pyarrow.compute as pc
 
 from enrich.metadata import METADATA_FIELDS, meta_hash, metadata_columns
 from enrich.storage import iter_parquet
-from runs.build import Scope
 from runs.changes import (
     DIRTY,
     ChangeSet,
@@ -28,6 +27,7 @@ from runs.changes import (
 )
 from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
+from runs.scope import Scope
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.failpoints import failpoint

@@ -19,11 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from runs import stages
-from runs.build import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.embedding import embed_all, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
 from runs.memory import lean_arrow_memory
+from runs.scope import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.state import Progress, Published, RunInfo, RunOptions
 from schemas.published import check_home
 from vectors.embed import Embedder, identified

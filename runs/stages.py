@@ -8,7 +8,7 @@ task and passes the state file's path through XCom. Same library path either way
 - ``extract_shard`` reads one shard's files, each document appended to the shard's file as it is read
   (:mod:`runs.documents`: an internal format, one document in memory at a time).
 - ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages),
-  grouping from headers and building one entry at a time (:mod:`runs.rebuild`).
+  grouping from headers and building one entry at a time (:mod:`runs.build`).
 - ``enrich`` joins the identifier fields onto the chunks, merges them with the documents that stay as they
   are (streamed, in chunk id order), and stages the version's tables (registry, chunks, enriched chunks,
   rejects, lineage).
@@ -34,9 +34,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet, write_parquet_atomic
-from extractors.files import atomic_writer
 from runs import lease
-from runs.build import Prepared, Scope, carry_rejects, plan_scope, prepare
+from runs.build import Rebuilt, enrich_version, extract_files, registry_of, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
@@ -45,8 +44,8 @@ from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
 from runs.lease import Busy as Busy
-from runs.rebuild import Rebuilt, enrich_version, extract_files, registry_of, write_small_tables
 from runs.report import build_report, write_report
+from runs.scope import Prepared, Scope, carry_rejects, plan_scope, prepare
 from runs.state import (
     Progress,
     Published,
@@ -72,6 +71,7 @@ from runs.versions import (
 )
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA, Reject, reject_table, rejects_of
 from schemas.failpoints import failpoint
+from schemas.files import atomic_writer
 from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embed import identified
 from vectors.embedders import make_embedder

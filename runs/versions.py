@@ -15,7 +15,7 @@ import json
 import shutil
 from pathlib import Path
 
-from extractors.files import atomic_write
+from schemas.files import atomic_write
 from schemas.published import (
     KEEP_VERSIONS,
     OUTPUTS,

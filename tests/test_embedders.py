@@ -113,6 +113,7 @@ def test_a_version_records_its_embedder_and_lookups_use_it_unless_told_otherwise
     assert run([src], home).status == "unchanged"  # a run with no --embedder keeps the version's
 
 
+@pytest.mark.slow
 def test_a_new_model_behind_the_same_service_name_is_embedded_again_and_never_mixed(tmp_path: Path) -> None:
     src, home = _tiny_corpus(tmp_path), tmp_path / "home"
     spec = "?model=multilingual-e5-small-q4&mode=input_type"
@@ -197,6 +198,7 @@ def test_transient_faults_are_retried(faults: Callable[..., object], script: lis
 
 
 @pytest.mark.parametrize("script", [["500"] * 3, ["hang"] * 3, ["truncated"] * 3])
+@pytest.mark.slow
 def test_a_service_that_keeps_failing_is_a_transient_error_after_the_last_attempt(
     faults: Callable[..., object], script: list[str]
 ) -> None:
@@ -238,6 +240,7 @@ def test_the_key_variable_can_be_named_and_an_unknown_mode_is_refused(faults: Ca
         make_embedder("openai:http://127.0.0.1:1/v1?model=m&mode=bogus")
 
 
+@pytest.mark.slow
 def test_workers_embed_in_shards_and_publish_what_one_process_publishes(tmp_path: Path) -> None:
     """`zan run --workers 2`: the embed stage in two processes, each storing its own parts; the version and
     the index hold what a run in one process makes, and nothing is embedded twice."""

@@ -250,12 +250,12 @@ def test_a_document_whose_chunks_break_the_contract_is_rejected_alone(
     """Chunks become Arrow a group of documents at a time; when one document's chunks do not fit the chunk
     contract, only that document is rejected (naming its file and the reason) and the rest of its group is
     published with all their chunks."""
-    import runs.rebuild
+    import runs.build
 
     clean = run([SAMPLE], tmp_path / "clean")
     registry = pq.read_table(published_file(tmp_path / "clean", "registry.parquet"), columns=["doc_id"])
     victim = sorted(registry["doc_id"].to_pylist())[1]
-    real = runs.rebuild.chunk_document
+    real = runs.build.chunk_document
 
     def chunk_document(doc_id: str, document):  # type: ignore[no-untyped-def]
         chunks = list(real(doc_id, document))
@@ -263,7 +263,7 @@ def test_a_document_whose_chunks_break_the_contract_is_rejected_alone(
             chunks[0] = chunks[0] | {"seq": "not a number"}
         return chunks
 
-    monkeypatch.setattr(runs.rebuild, "chunk_document", chunk_document)
+    monkeypatch.setattr(runs.build, "chunk_document", chunk_document)
     home = tmp_path / "home"
     info = run([SAMPLE], home)
     rejects = pq.read_table(published_file(home, "rejects.parquet")).to_pylist()

@@ -282,6 +282,7 @@ def test_a_body_over_the_limit_is_refused_as_it_streams_in(server: _Server, tmp_
     assert not (tmp_path / "landing" / "adilet").exists()
 
 
+@pytest.mark.slow
 def test_a_trickling_server_is_given_up_at_the_act_deadline(server: _Server, tmp_path: Path) -> None:
     started = time.monotonic()
     with _fetcher(server, tmp_path / "landing", deadline=2.0) as fetcher, pytest.raises(FetchError, match="deadline"):

@@ -376,18 +376,18 @@ def test_an_act_that_fails_at_the_registry_stage_keeps_its_published_version(
 ) -> None:
     """Whatever makes one act fail after extraction (here: building its registry row raises), the act stays
     published exactly as before, the run publishes the rest, and the rejects say why."""
-    import runs.rebuild
+    import runs.build
 
     src, home, _ = _law_224_with(tmp_path, lambda text: text.replace("Статья 10</h3>", "Статья 10</h3><p>Новое.</p>"))
     before = _articles(home, "z1400000224")
-    real = runs.rebuild.registry_row
+    real = runs.build.registry_row
 
     def failing(entry):  # type: ignore[no-untyped-def]
         if entry.doc_id == "z1400000224":
             raise ValueError("a fault no test foresaw")
         return real(entry)
 
-    monkeypatch.setattr(runs.rebuild, "registry_row", failing)
+    monkeypatch.setattr(runs.build, "registry_row", failing)
     info = run([src], home)
     assert info.status in ("published", "unchanged") and info.deleted == 0
     assert _articles(home, "z1400000224") == before
@@ -437,6 +437,7 @@ def _note(acts: int, articles: int = 1) -> str:
     return f"Сноска. Статьи {labels} с изменениями, внесенными законами РК {named}."
 
 
+@pytest.mark.slow
 def test_a_note_is_parsed_in_time_linear_in_its_length() -> None:
     import time
 

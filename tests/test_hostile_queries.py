@@ -77,8 +77,8 @@ def test_invisible_and_variant_characters_in_a_question_change_nothing(sample_ru
 
 
 def test_a_backfill_source_outside_the_configured_roots_is_refused_with_the_reason(tmp_path: Path) -> None:
-    from runs.build import confined_sources
     from runs.errors import RunError
+    from runs.scope import confined_sources
 
     root, other = tmp_path / "root", tmp_path / "other"
     (root / "adilet").mkdir(parents=True)

@@ -108,6 +108,14 @@ def test_the_library_never_imports_airflow_or_the_cli() -> None:
     assert offenders == []
 
 
+def test_every_module_has_its_line_in_the_map_of_tests() -> None:
+    """tests/README.md says where each module is tested: a new module cannot be left out of it."""
+    mapped = (ROOT / "tests" / "README.md").read_text("utf-8")
+    modules = [p.relative_to(ROOT).as_posix() for pkg in PACKAGES for p in (ROOT / pkg).glob("*.py")
+               if p.name not in ("__init__.py", "__main__.py")]  # fmt: skip
+    assert [m for m in modules if f"`{m}`" not in mapped] == []
+
+
 def test_no_module_is_over_500_lines() -> None:
     files = [p for pkg in (*PACKAGES, "tests", "benchmarks", "scripts") for p in (ROOT / pkg).rglob("*.py")]
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text("utf-8").splitlines())) > 500}

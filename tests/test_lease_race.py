@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from runs import lease
 
 TAKERS = 8
@@ -40,6 +42,7 @@ def _dead_lease(home: Path) -> None:
     (home / lease.LEASE).write_text(json.dumps(held), "utf-8")
 
 
+@pytest.mark.slow
 def test_exactly_one_of_many_simultaneous_takers_wins(tmp_path: Path) -> None:
     ctx = mp.get_context("fork")
     barrier = ctx.Barrier(TAKERS)

@@ -84,6 +84,7 @@ def _timed(pattern: re.Pattern[str], text: str) -> float:
     return time.process_time() - started
 
 
+@pytest.mark.slow
 def test_every_grammar_row_matches_in_linear_time() -> None:
     trivial = re.compile("x")
     worst: list[tuple[float, float, str, str]] = []

@@ -33,6 +33,8 @@ NOT_HERE = {
     ".tools/bin/uv": "installs an optional extra",
     "python -m deploy": "the native Airflow stack: make test-deploy brings it up (tests/deploy/test_stack.py)",
     "bench_deploy.py": "brings the native Airflow stack up twice (a benchmark, not a test)",
+    "/tmp/e5": "the real corpus embedded by the real model (3 minutes): tests/test_plain_words.py does the same",
+    "gpu-box": "an embeddings service on another machine: tests/test_embedders.py starts a real one on 127.0.0.1",
 }
 
 

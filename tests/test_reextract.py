@@ -81,9 +81,9 @@ def test_unchanged_files_are_not_read_again_unless_the_code_changed(
     _edit(src / MCHS, 'status status_upd">Действующий', 'status status_upd">Утративший силу')
     one = run(None, home)
     assert one.files == 1 and one.metadata_changed == 4
-    import runs.build
+    import runs.scope
 
-    monkeypatch.setattr(runs.build, "code_fingerprint", lambda: "an-extractor-fix")
+    monkeypatch.setattr(runs.scope, "code_fingerprint", lambda: "an-extractor-fix")
     fixed = run(None, home)  # every file read again with the "new" code; nothing to embed or write
     assert fixed.files == 17 and (fixed.embedded, fixed.vector_writes, fixed.metadata_writes) == (0, 0, 0)
     assert run(None, home).files == 0

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractors.discover import extract_file
+from runs.build import chunk_order, merge_sorted
 from runs.documents import DocumentStore, DocumentWriter
-from runs.rebuild import chunk_order, merge_sorted
 from schemas.published import published_file
 from tests.conftest import ROOT, SAMPLE, corpus_file
 
@@ -73,14 +73,14 @@ def test_small_blocks_publish_exactly_what_the_defaults_publish(
 ) -> None:
     import enrich.join
     import enrich.storage
+    import runs.build
     import runs.changes
     import runs.indexing
-    import runs.rebuild
     from runs.pipeline import run
     from vectors.index import open_client
 
     run([SAMPLE], tmp_path / "default")
-    for module in (enrich.storage, enrich.join, runs.rebuild):
+    for module in (enrich.storage, enrich.join, runs.build):
         monkeypatch.setattr(module, "STREAM_ROWS", 7)
     monkeypatch.setattr(runs.indexing, "BLOCK", 5)
     info = run([SAMPLE], tmp_path / "small")

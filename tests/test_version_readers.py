@@ -42,6 +42,7 @@ def _texts(result) -> set[str]:  # type: ignore[no-untyped-def]
     return {c.text for c in result.chunks}
 
 
+@pytest.mark.slow
 def test_a_lookup_during_indexing_answers_from_the_published_version_then_moves_on(tmp_path: Path) -> None:
     src, home = tmp_path / "src", tmp_path / "home"
     shutil.copytree(SAMPLE, src)

@@ -1,0 +1,247 @@
+"""Build a version's tables (registry, chunks, enriched chunks, rejects), re-extracting only what changed.
+
+Which files a run reads is its *scope* (``plan_scope``). Inside the scope, a published document is reused
+as it is (registry row, chunks, enriched chunks) when every one of its source files has the same content
+hash and was read by the same code as before (``file_key`` = sha256 of the bytes + a fingerprint of the
+extractor, registry, chunking and join code and the curated reference data): a fix to an extractor
+changes the fingerprint and so rebuilds everything, on purpose. Documents outside the scope are carried
+over untouched. Only the rest is extracted, chunked and joined.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from enrich.storage import table_from_rows
+from extractors.discover import max_file_bytes, scan
+from runs.errors import RunError
+from runs.state import Published
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REJECT_SCHEMA, Reject, reject_table
+
+DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
+Progress = Callable[[str, int, int], None]
+# The code whose output a reused document stands for: change any of it and every document is rebuilt.
+_FINGERPRINTED = {
+    "extractors": ("*.py", "refdata/*.json"),
+    "schemas": ("*.py",),
+    "enrich": ("chunking.py", "registry.py", "join.py", "metadata.py", "lineage.py"),
+}
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    digest = hashlib.sha256()
+    for package, patterns in _FINGERPRINTED.items():
+        root = Path(str(resources.files(package)))
+        for pattern in patterns:
+            for path in sorted(root.glob(pattern)):
+                digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def file_key(path: Path) -> str:
+    """What decides whether a file must be read again: its content hash and the code fingerprint. Read in
+    blocks (memory stays flat); a file over the size limit or unreadable gets a key that says so, and is
+    rejected when it is extracted."""
+    try:
+        size = path.stat().st_size
+        if size > max_file_bytes():
+            return f"oversize:{size}:{path.stat().st_mtime_ns}:{code_fingerprint()}"
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    except OSError as exc:
+        return f"unreadable:{exc.errno}:{code_fingerprint()}"
+    return f"{digest.hexdigest()}:{code_fingerprint()}"
+
+
+ScopeKind = Literal["full", "source", "only", "since", "rollback"]  # what a run reads: see plan_scope
+
+
+@dataclass
+class Scope:
+    kind: ScopeKind
+    files: list[Path]
+    roots: list[Path]  # the sources the new version records
+    touched: set[str]  # published doc_ids whose files are in scope (rebuilt, or deleted when gone)
+    skipped: list[tuple[str, str]] = field(default_factory=list)  # files not read, with the reason
+
+    @property
+    def is_full(self) -> bool:
+        return self.kind == "full"
+
+    def as_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "files": [str(f) for f in self.files], "roots": [str(r) for r in self.roots],
+                "touched": sorted(self.touched), "skipped": [list(pair) for pair in self.skipped]}  # fmt: skip
+
+    @classmethod
+    def from_json(cls, s: dict[str, Any]) -> Scope:
+        skipped = [(str(p), str(r)) for p, r in s.get("skipped", [])]
+        return cls(s["kind"], [Path(f) for f in s["files"]], [Path(r) for r in s["roots"]], set(s["touched"]), skipped)
+
+
+def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None, previous: Published | None) -> Scope:
+    """Which files to read, and which published documents they concern: ``--only`` documents, else the
+    files under the sources (since a date), widened to every file of a published document they touch."""
+    recorded = [Path(s) for s in previous.manifest.sources] if previous else []
+    if only:
+        return _only_scope(only, previous, recorded)
+    roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
+    files, skipped = _scanned(roots)
+    kind: ScopeKind = "source" if sources and previous else "full"
+    if since:
+        files, kind = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since], "since"
+    if previous is None or kind == "full":
+        return Scope("full", files, roots, set(), skipped)
+    return _widened(kind, files, roots, recorded, skipped, previous)
+
+
+def confined_sources(requested: list[str], roots: list[Path]) -> list[Path]:
+    """The folders a backfill asked for, each resolved (links followed) and required to lie under one of the
+    configured ``roots``: a request from outside (a DAG's Params) never names an arbitrary worker path."""
+    allowed = [r.resolve() for r in roots]
+    out = []
+    for raw in requested:
+        path = Path(raw).resolve()
+        if not any(path == root or path.is_relative_to(root) for root in allowed):
+            where = ", ".join(map(str, allowed)) or "none configured (ZAN_SOURCES, ZAN_SOURCE_ROOTS)"
+            raise RunError(f"source {raw[:200]!r} is outside the configured source roots: {where}")
+        out.append(path)
+    return out
+
+
+def _only_scope(only: tuple[str, ...], previous: Published | None, recorded: list[Path]) -> Scope:
+    """``--only``: the source files the published version recorded for those documents."""
+    if previous is None:
+        raise RunError("--only needs a published version to take the documents' source files from")
+    doc_files = previous.doc_files()
+    unknown = sorted(set(only) - set(doc_files))
+    if unknown:
+        raise RunError(f"--only: {', '.join(unknown)} not in the published registry (use --source to add)")
+    files = sorted({Path(f) for d in only for f in doc_files[d] if Path(f).exists()})
+    return Scope("only", files, recorded, set(only))
+
+
+def _scanned(roots: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+    """The files to read under ``roots`` and those skipped; a source that yields nothing is an error, never
+    "delete everything it had"."""
+    scanned = scan(roots)
+    if not scanned.files:
+        raise RunError(f"no source files under {', '.join(map(str, roots))}")
+    return scanned.files, scanned.skipped
+
+
+def _widened(
+    kind: ScopeKind,
+    files: list[Path],
+    roots: list[Path],
+    recorded: list[Path],
+    skipped: list[tuple[str, str]],
+    previous: Published,
+) -> Scope:
+    """A scoped run: the published documents whose files are in scope (or were under a ``--source`` folder,
+    so a file gone from it deletes its document), with all of their files, so each is rebuilt whole."""
+    wanted = {str(f) for f in files}
+    under = tuple(f"{r}/" for r in roots) if kind == "source" else ()
+    doc_files = previous.doc_files()
+    touched = {d for d, fs in doc_files.items() if any(f in wanted or (under and f.startswith(under)) for f in fs)}
+    extra = {Path(f) for d in touched for f in doc_files[d] if Path(f).exists()}
+    return Scope(kind, sorted(set(files) | extra), sorted(set(recorded) | set(roots)), touched, skipped)
+
+
+@dataclass
+class Built:
+    """A version's tables: the registry in memory, the chunk tables as files (they can be large)."""
+
+    registry: pa.Table
+    chunks: Path
+    enriched: Path
+    rejects: list[Reject]
+    rebuilt: set[str]  # doc_ids extracted this run
+    reused: set[str]  # doc_ids in scope taken over unchanged
+    file_keys: dict[str, str] = field(default_factory=dict)
+    lineage: pa.Table = field(default_factory=lambda: LINEAGE_SCHEMA.empty_table())
+
+
+@dataclass
+class Prepared:
+    """What a run must read: every file's key, the documents it can reuse, the files left to extract."""
+
+    keys: dict[str, str]
+    reused: set[str]
+    pending: list[Path]
+
+
+def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()) -> Prepared:
+    keys = {str(f): file_key(f) for f in scope.files}
+    reused = set() if only else _reusable(scope, previous, keys)
+    pending = [f for f in scope.files if _needs_reading(f, reused, previous)]
+    return Prepared(keys, reused, pending)
+
+
+def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:
+    """Published documents in scope whose every source file is here, unchanged, read by the same code."""
+    if previous is None:
+        return set()
+    recorded = previous.manifest.file_keys
+    candidates = previous.doc_files() if scope.is_full else {d: previous.doc_files()[d] for d in scope.touched}
+    return {d for d, files in candidates.items() if files and all(keys.get(f) == recorded.get(f) for f in files)}
+
+
+def _needs_reading(path: Path, reused: set[str], previous: Published | None) -> bool:
+    owners = previous.file_owners().get(str(path), set()) if previous else set()
+    return not owners or not owners <= reused
+
+
+def _carried(
+    scope: Scope, previous: Published | None, rebuilt: set[str], reused: set[str], failed: set[str]
+) -> set[str]:
+    """Published documents that stay as they are: reused ones, those outside a scoped run, and those whose
+    file failed to extract this time (a bad file is a reject; what it published before is not lost)."""
+    if previous is None:
+        return set()
+    published = set(previous.doc_files())
+    outside = set() if scope.is_full else published - scope.touched
+    owners = previous.file_owners()
+    kept = {d for f in failed for d in owners.get(f, set())}
+    return (reused | outside | kept) - rebuilt
+
+
+def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.Table:
+    """This run's rejects, plus the published ones about files it did not read again (unchanged or out
+    of scope) and that still exist."""
+    table = reject_table(built.rejects)
+    if previous is None or not previous.rejects.num_rows:
+        return table
+    read = {r.source_file for r in built.rejects} | {
+        f for d in built.rebuilt for f in (previous.doc_files().get(d) or [])
+    }
+    carried_docs = set(built.registry.column("doc_id").to_pylist()) - built.rebuilt
+    in_scope = {str(f) for f in scope.files}
+    keep = []
+    for row in previous.rejects.to_pylist():
+        source = row["source_file"]
+        if source in read or (row["doc_id"] and row["doc_id"] not in carried_docs and row["stage"] != "extract"):
+            continue
+        if scope.is_full and source not in in_scope:
+            continue
+        keep.append(row)
+    return pa.concat_tables([table_from_rows(keep, REJECT_SCHEMA, "rejects"), table])
+
+
+def skipped_rejects(run_id: str, skipped: list[tuple[str, str]]) -> list[Reject]:
+    """Rejects for the files a scan did not read (a symlink out of the source folder, a FIFO…)."""
+    return [Reject(run_id, "discover", path, None, reason, error="Skipped") for path, reason in skipped]
+
+
+__all__ = ["ENRICHED_CHUNK_SCHEMA", "Built", "RunError", "Scope", "carry_rejects", "plan_scope"]
