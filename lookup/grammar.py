@@ -119,7 +119,7 @@ def _title(m: re.Match[str]) -> Identifier | None:
     content = [w for w in key.split() if w not in ("о", "об")]
     if not content or (groups.get("words") and len(content) < 2):  # «закон о том»: not a title
         return None
-    written = (groups.get("type") or groups.get("type_kz") or "").lower()
+    written = (groups.get("type") or groups.get("type_kz") or "").lower().removeprefix("туралы").strip()
     kind = next((name for stem, name in _TITLE_TYPES.items() if written.startswith(stem)), "Акт")
     words = tuple(text.split()) if groups.get("words") else ()
     return Identifier("title", raw, f"{kind} «{text}»", span, title=key, title_words=words)
@@ -294,6 +294,7 @@ def rows() -> tuple[Row, ...]:
             "Article 156 of the Labour Code",
             "Article 156",
             "ст. 7 Кодекса о недрах",
+            "ст. 10 bis Конституции",
         ),
         _row(
             "code_article_kz",
@@ -355,6 +356,8 @@ def rows() -> tuple[Row, ...]:
             "Приказ №999",
             "приказ МЧС № 211 2021 года",
             "Постановление Правительства РК № 1180",
+            "закон 101",
+            "указ 40",
             "order No. 211",
         ),
         _row(

@@ -302,16 +302,25 @@ class Lookup:
 FUSION_DEPTH = 50  # candidates each ranking gives the fusion
 
 
+_KAZAKH = re.compile(r"[әғқңөұүһі]|туралы", re.IGNORECASE)
+
+
 def _described(matches: list[Match], identifiers: list[Identifier]) -> list[Match]:
-    """The matches without unquoted titles the registry does not hold and nothing is bound to: «закон о
-    защите прав работников …» may describe a law rather than name one, and a description must not become a
-    refusal. A quoted title, or one an article is bound to, is still refused when absent."""
+    """The matches without the titles the registry does not hold that may not name an act at all, and
+    without what is bound to them: an unquoted title nothing is bound to («закон о защите прав работников …»
+    may describe a law rather than name one), and a Kazakh title (the registry keeps most acts' titles in
+    Russian only: refusing would deny an act it has). A description must not become a refusal; a quoted
+    Russian title, or an unquoted one an article is bound to, is still refused when absent."""
     bound = {i.bound_to for i in identifiers if i.bound_to is not None}
 
     def described(n: int, m: Match) -> bool:
-        return m.identifier.kind == "title" and bool(m.identifier.title_words) and not m.doc_ids and n not in bound
+        ident = m.identifier
+        if ident.kind != "title" or m.doc_ids:
+            return False
+        return bool(_KAZAKH.search(ident.raw)) or (bool(ident.title_words) and n not in bound)
 
-    return [m for n, m in enumerate(matches) if not described(n, m)]
+    dropped = {n for n, m in enumerate(matches) if described(n, m)}
+    return [m for n, m in enumerate(matches) if n not in dropped and m.identifier.bound_to not in dropped]
 
 
 def residual(query: str, identifiers: list[Identifier]) -> str:

@@ -328,3 +328,21 @@ def test_a_markdown_export_is_typed_by_its_titles_form_not_a_word_in_it(title: s
 
     document = parse_markdown_act(f"# {title}\n\n{body}\n", "kzlaws/rus/990100.md")
     assert document.requisites.doc_type == doc_type
+
+
+def test_a_bis_article_is_one_label_in_headings_notes_amending_texts_and_questions() -> None:
+    """«Статья 10 bis»: the one article-label pattern (schemas.identifiers.ARTICLE_LABEL) reads it everywhere."""
+    from extractors.amendments import amendments
+    from extractors.notes import parse_note
+    from extractors.structure import match_article
+    from lookup.grammar import parse
+
+    assert match_article("Статья 10 bis. Высшие ценности") == ("10bis", "Высшие ценности")
+    assert match_article("Статья 127-2. Гарантии") == ("127-2", "Гарантии")
+    assert [
+        r.article
+        for r in parse_note("Сноска. Статья 10 bis с изменениями, внесенными Законом РК от 10.03.2017 № 51-VI.")
+    ] == ["10bis"]
+    text = "1. Внести в Закон Республики Казахстан от 2 августа 1999 года «О языках» следующие изменения:\n1) статью 10 bis исключить;"
+    assert {a.article for a in amendments(text)} == {"10bis"}
+    assert [(i.kind, i.article) for i in parse("ст. 10 bis Конституции")] == [("code_article", "10bis")]

@@ -90,6 +90,9 @@ def test_every_registry_row_is_found_by_its_own_title(lookup: Lookup) -> None:
         ("Еңбек кодексі", "exact", "k1500000414", None),
         ("Конституция", "exact", "k950001000_", None),
         ("Конституция статья 7", "exact", "k950001000_", "7"),
+        ("Ата Заңның 7-бабы", "exact", "k950001000_", "7"),
+        ("закон 94", "exact", "z050000094_", None),  # a bare old number: Закон от 13.12.2005 N 94
+        ("указ 1428", "exact", "u040001428_", None),
         # not in the registry: refused, the title in the reason, and no chunks (only a law amending it is)
         ("Закон «О карантине растений»", "not_found", None, None),
         ("статья 2 закона «О карантине растений»", "not_found", None, None),
@@ -119,8 +122,16 @@ def test_an_amending_act_never_answers_for_the_act_it_amends(lookup: Lookup) -> 
         assert "z1500000330" not in result.doc_ids and not any(c.doc_id == "z1500000330" for c in result.chunks)
 
 
-def test_a_description_after_a_type_word_is_never_a_refusal(lookup: Lookup) -> None:
-    result = lookup.route("закон о защите прав беременных работниц при увольнении")
+@pytest.mark.parametrize(
+    "query",
+    [
+        "закон о защите прав беременных работниц при увольнении",  # a description, not a title
+        "«Сыбайлас жемқорлыққа қарсы іс-қимыл туралы» Заң",  # a Kazakh title: the registry holds the Russian one
+        "«Сыбайлас жемқорлыққа қарсы іс-қимыл туралы» Заңның 5-бабы",
+    ],
+)
+def test_a_description_or_a_kazakh_title_is_never_a_refusal(lookup: Lookup, query: str) -> None:
+    result = lookup.route(query)
     assert result.status == "no_identifier" and result.chunks
 
 
