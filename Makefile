@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 # chromadb's sources again (~0.8 s of a lookup), and PYTHONDONTWRITEBYTECODE keeps it from caching them.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: run test test-deploy deploy-deps requirements test-fast lint check setup sample clean bench bench-tiny bench-cli
+.PHONY: run test test-deploy deploy-deps secrets requirements test-fast lint check setup sample clean bench bench-tiny bench-cli
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -26,11 +26,16 @@ run: setup  ## extract, build the registry, enrich and index the bundled corpus 
 test: setup  ## the test suite (the same command CI runs); the deployment test is `make test-deploy`
 	$(UV) run pytest -q -m "not deploy"
 
-deploy-deps:  ## Debian's PostgreSQL and Redis (the native stack), docker-compose (to validate the compose file)
-	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v redis-server >/dev/null; then \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends postgresql redis-server; fi
+deploy-deps:  ## Debian's PostgreSQL, Redis and nginx (the native stack, Chroma's token proxy), docker-compose
+	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v redis-server >/dev/null \
+			|| ! { command -v nginx >/dev/null || test -x /usr/sbin/nginx; }; then \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			postgresql redis-server nginx-light; fi
 	@command -v docker-compose >/dev/null || docker compose version >/dev/null 2>&1 || \
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends docker-compose
+
+secrets: setup  ## .env with random secrets for docker compose (kept when there; `--rotate` to replace them)
+	$(UV) run python -m deploy secrets
 
 requirements: setup  ## deploy/requirements.txt, what the Docker image installs, exported from uv.lock
 	$(UV) export --frozen --no-hashes --no-dev --group airflow --group models --no-emit-project --no-header --quiet -o deploy/requirements.txt

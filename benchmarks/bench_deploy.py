@@ -30,7 +30,7 @@ def one(workers: int, sources: str, shards: int) -> tuple[float, float, int, flo
     variables = {"ZAN_SCHEDULE": "none", "ZAN_SOURCES": sources, "ZAN_SHARDS": str(shards)}
     with tempfile.TemporaryDirectory(prefix="zan-bench-deploy-") as folder, running(Path(folder), workers,
                                                                                      variables) as stack:  # fmt: skip
-        api = Api(stack.api_url)
+        api = Api(stack.api_url, stack.api_password)
         api.wait_dag("zan_reextract")
         api.unpause("zan_reextract")
         started = time.perf_counter()

@@ -1,5 +1,6 @@
 """A small client of the Airflow 3 REST API (``/api/v2``), authenticated as the compose file configures:
-the FAB auth manager's ``POST /auth/token`` with the ``airflow`` user, then a bearer token."""
+the FAB auth manager's ``POST /auth/token`` with the ``airflow`` user and its password (random per
+deployment: ``_AIRFLOW_WWW_USER_PASSWORD``), then a bearer token."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ FINISHED = {"success", "failed"}
 
 
 class Api:
-    def __init__(self, url: str, username: str = "airflow", password: str = "airflow") -> None:
+    def __init__(self, url: str, password: str, username: str = "airflow") -> None:
         self.url = url.rstrip("/")
         token = httpx.post(f"{self.url}/auth/token", json={"username": username, "password": password}, timeout=30)
         token.raise_for_status()

@@ -4,8 +4,9 @@ The compose file's ``x-airflow-common`` environment is every setting the Airflow
 tasks get. The native stack takes it as it is, with three rewrites and nothing else:
 
 - ``${VAR:-default}`` is interpolated the way ``docker compose`` does (from the caller's variables, else
-  the default), so ``AIRFLOW__CORE__EXECUTOR=CeleryExecutor`` is chosen the same way on both paths;
-- the service hosts of the compose network (``postgres``, ``redis``, ``chroma``, ``airflow-apiserver``)
+  the default), so ``AIRFLOW__CORE__EXECUTOR=CeleryExecutor`` is chosen the same way on both paths; a
+  required ``${VAR:?message}`` (every secret) raises :class:`MissingVariable` when the caller lacks it;
+- the service hosts of the compose network (``postgres``, ``redis``, ``chroma-proxy``, ``airflow-apiserver``)
   become ``127.0.0.1`` and the port the native service listens on;
 - the container paths under ``/opt/zan`` and ``/opt/airflow`` become folders of the stack.
 
@@ -25,23 +26,31 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSE = ROOT / "docker-compose.yml"
 
-_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<colon>:?)-(?P<default>[^}]*))?\}")
-_HOST = re.compile(r"(?P<head>://(?:[^@/\s]*@)?)(?P<host>postgres|redis|chroma|airflow-apiserver)(?::\d+)?(?=/|$)")
+_VARIABLE = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<colon>:?)(?P<op>[-?])(?P<word>[^}]*))?\}")
+_HOST = re.compile(
+    r"(?P<head>://(?:[^@/\s]*@)?)(?P<host>postgres|redis|chroma-proxy|chroma|airflow-apiserver)(?::\d+)?(?=/|$)"
+)
+
+
+class MissingVariable(ValueError):
+    """A ``${VAR:?message}`` the caller's variables lack (compose refuses to start the same way)."""
 
 
 @dataclass(frozen=True)
 class Ports:
-    """Where each native service listens on 127.0.0.1."""
+    """Where each native service listens on 127.0.0.1: ``chroma`` is the authenticating proxy zan is
+    given, ``chroma_internal`` the Chroma server behind it."""
 
     postgres: int
     redis: int
     chroma: int
     api: int
     scheduler_health: int
+    chroma_internal: int = 0
 
     def of(self, host: str) -> int:
-        return {"postgres": self.postgres, "redis": self.redis, "chroma": self.chroma,
-                "airflow-apiserver": self.api}[host]  # fmt: skip
+        return {"postgres": self.postgres, "redis": self.redis, "chroma-proxy": self.chroma,
+                "chroma": self.chroma_internal, "airflow-apiserver": self.api}[host]  # fmt: skip
 
 
 def compose_environment(compose: Path = COMPOSE) -> dict[str, str]:
@@ -52,15 +61,20 @@ def compose_environment(compose: Path = COMPOSE) -> dict[str, str]:
 
 
 def interpolate(value: str, variables: Mapping[str, str]) -> str:
-    """``${VAR}``, ``${VAR:-default}`` (unset or empty: the default) and ``${VAR-default}`` (unset only) as
-    ``docker compose`` reads them."""
+    """``${VAR}``, ``${VAR:-default}`` (unset or empty: the default), ``${VAR-default}`` (unset only) and
+    ``${VAR:?message}`` / ``${VAR?message}`` (required: :class:`MissingVariable`) as ``docker compose``
+    reads them."""
 
     def one(match: re.Match[str]) -> str:
         given = variables.get(match["name"])
-        if match["default"] is None:
+        if match["op"] is None:
             return given or ""
-        use_default = given is None or (given == "" and match["colon"] == ":")
-        return match["default"] if use_default else str(given)
+        lacking = given is None or (given == "" and match["colon"] == ":")
+        if match["op"] == "?":
+            if lacking:
+                raise MissingVariable(f"{match['name']} is required: {match['word'] or 'it is not set'}")
+            return str(given)
+        return match["word"] if lacking else str(given)
 
     return _VARIABLE.sub(one, value)
 

@@ -2,9 +2,17 @@
 
 PostgreSQL (Debian's ``postgresql``) is the metadata database and the Celery result backend, Redis
 (Debian's ``redis-server``) the Celery broker; then ``airflow api-server``, ``scheduler``, ``dag-processor``,
-``triggerer``, N ``celery worker``s and a ``chroma run`` server, each in its own session on 127.0.0.1,
-with the settings of docker-compose.yml (:mod:`deploy.settings`). Everything lives under one folder: data,
-logs, and ``stack.json`` (ports and pids), so ``down`` works from another process.
+``triggerer``, N ``celery worker``s and a ``chroma run`` server behind its token proxy (Debian's nginx,
+:mod:`deploy.proxy`), each in its own session, with the settings of docker-compose.yml
+(:mod:`deploy.settings`). Everything lives under one folder: data, logs, and ``stack.json`` (ports, pids and
+the stack's secrets, readable by its owner only), so ``down`` works from another process.
+
+Safe on a shared host: every listener binds 127.0.0.1 (the log servers, which cannot be told a host, are
+off: the api-server reads the task logs from the stack's folder); each secret is random per stack
+(:mod:`deploy.secrets`); PostgreSQL asks every role for its password (scram-sha-256, never trust); Redis
+requires its password; Chroma answers only requests with the token, through the proxy. Chroma's own port is
+on loopback too, so a local user could reach it past the proxy: the compose deployment, where Chroma has no
+published port, closes that as well.
 
     python -m deploy up --folder /tmp/zan-stack --workers 2     # prints the API URL when healthy
     python -m deploy down --folder /tmp/zan-stack
@@ -29,11 +37,13 @@ from pathlib import Path
 
 import httpx
 
+from deploy import proxy
+from deploy.secrets import check, fresh, missing
 from deploy.settings import ROOT, Ports, native_environment
 
 BIN = Path(sys.executable).parent
-PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server"}  # binary → the Debian package with it
-USER = PASSWORD = "airflow"  # as docker-compose.yml creates the API user (_AIRFLOW_WWW_USER_*)
+PACKAGES = {"postgres": "postgresql", "redis-server": "redis-server", "nginx": "nginx-light"}  # binary → package
+USER = "airflow"  # as docker-compose.yml creates the API user (_AIRFLOW_WWW_USER_USERNAME)
 
 
 class StackError(RuntimeError):
@@ -56,10 +66,14 @@ def postgres_bin() -> Path:
 
 def check_packages() -> None:
     """Raise :class:`StackError` naming the Debian packages the stack needs and this machine lacks."""
-    missing = [] if list(Path("/usr/lib/postgresql").glob("*/bin/postgres")) else [PACKAGES["postgres"]]
-    missing += [PACKAGES["redis-server"]] if shutil.which("redis-server") is None else []
-    if missing:
-        raise StackError(f"missing Debian packages: {' '.join(missing)} (make deploy-deps installs them)")
+    lacking = [] if list(Path("/usr/lib/postgresql").glob("*/bin/postgres")) else [PACKAGES["postgres"]]
+    lacking += [PACKAGES["redis-server"]] if shutil.which("redis-server") is None else []
+    try:
+        proxy.nginx()
+    except FileNotFoundError:
+        lacking.append(PACKAGES["nginx"])
+    if lacking:
+        raise StackError(f"missing Debian packages: {' '.join(lacking)} (make deploy-deps installs them)")
 
 
 @dataclass
@@ -84,7 +98,9 @@ class Stack:
         body = {"workers": self.workers, "variables": self.variables, "overrides": self.overrides, "pids": self.pids,
                 "ports": asdict(self.ports) if self.ports else None, "pg_folder": self.pg_folder}  # fmt: skip
         tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(body, indent=2), "utf-8")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the stack's secrets
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(json.dumps(body, indent=2))
         tmp.replace(self.state_file)
 
     @classmethod
@@ -102,8 +118,23 @@ class Stack:
 
     @property
     def chroma_url(self) -> str:
+        """The proxy zan is given: every request needs :attr:`chroma_token`."""
         assert self.ports
         return f"http://127.0.0.1:{self.ports.chroma}"
+
+    @property
+    def chroma_token(self) -> str:
+        return self.variables["ZAN_CHROMA_TOKEN"]
+
+    @property
+    def api_password(self) -> str:
+        """The API user's (``airflow``) password, random per stack."""
+        return self.variables["_AIRFLOW_WWW_USER_PASSWORD"]
+
+    def describe(self) -> dict[str, object]:
+        """What ``python -m deploy up|status`` prints: where things are, never a secret."""
+        return {"api": self.api_url, "chroma": self.chroma_url, "pids": self.pids,
+                "secrets": f"{self.state_file} (variables: the API user's password, ZAN_CHROMA_TOKEN, …)"}  # fmt: skip
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         assert self.ports
@@ -119,24 +150,28 @@ class Stack:
         check_packages()
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(exist_ok=True)
-        self.ports = Ports(*(free_port() for _ in range(5)))
+        self.ports = Ports(*(free_port() for _ in range(6)))
+        self.variables.update({k: v for k, v in fresh().items() if k in missing(self.variables)})
+        check(self.variables)
         env = self.environment()
         for path in ("ZAN_HOME", "ZAN_LANDING"):
             Path(env[path]).mkdir(parents=True, exist_ok=True)
         self.save()
         try:
             self._postgres()
-            self._start("redis", ["redis-server", "--port", str(self.ports.redis), "--bind", "127.0.0.1",
-                                  "--save", "", "--appendonly", "no"])  # fmt: skip
+            self._start("redis", ["redis-server", str(self._redis_config())])
             self.start_chroma()
+            self._start_proxy()
             self._airflow_once(["db", "migrate"], timeout=300)
-            self._airflow_once(["users", "create", "--username", USER, "--password", PASSWORD, "--role", "Admin",
-                                "--email", "airflow@example.com", "--firstname", "Air",
+            self._airflow_once(["users", "create", "--username", USER, "--password", self.api_password, "--role",
+                                "Admin", "--email", "airflow@example.com", "--firstname", "Air",
                                 "--lastname", "Flow"])  # fmt: skip
             self._start("api-server", [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port",
                                        str(self.ports.api), "--workers", "1"])  # fmt: skip
-            for name in ("scheduler", "dag-processor", "triggerer"):
-                self._start(name, [str(BIN / "airflow"), name])
+            # no log servers: they listen on every interface and cannot be told otherwise
+            for name in ("scheduler", "triggerer"):
+                self._start(name, [str(BIN / "airflow"), name, "--skip-serve-logs"])
+            self._start("dag-processor", [str(BIN / "airflow"), "dag-processor"])
             for n in range(1, self.workers + 1):
                 self.start_worker(f"worker{n}")
             self.wait_healthy(timeout)
@@ -173,10 +208,30 @@ class Stack:
         self.save()
 
     def start_chroma(self) -> None:
+        """The Chroma server on its loopback port behind the proxy (the proxy keeps running without it)."""
         assert self.ports
         self._start("chroma", [str(BIN / "chroma"), "run", "--path", str(self.folder / "chroma"), "--host",
-                               "127.0.0.1", "--port", str(self.ports.chroma)])  # fmt: skip
-        _wait(lambda: _http_ok(f"{self.chroma_url}/api/v2/heartbeat"), 60, "chroma", self._log("chroma"))
+                               "127.0.0.1", "--port", str(self.ports.chroma_internal)])  # fmt: skip
+        internal = f"http://127.0.0.1:{self.ports.chroma_internal}/api/v2/heartbeat"
+        _wait(lambda: _http_ok(internal), 60, "chroma", self._log("chroma"))
+
+    def _start_proxy(self) -> None:
+        assert self.ports
+        config = proxy.write_config(self.folder / "chroma-proxy", f"127.0.0.1:{self.ports.chroma}",
+                                    f"127.0.0.1:{self.ports.chroma_internal}", self.chroma_token)  # fmt: skip
+        self._start("chroma-proxy", proxy.command(config))
+        heartbeat = f"{self.chroma_url}/api/v2/heartbeat"
+        _wait(lambda: _http_ok(heartbeat, self.chroma_token), 30, "chroma-proxy", self._log("chroma-proxy"))
+
+    def _redis_config(self) -> Path:
+        """Redis's settings in a file only its owner reads: the password stays off the command line."""
+        assert self.ports
+        path = self.folder / "redis.conf"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(f"port {self.ports.redis}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\nappendonly no\n"
+                         f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n")  # fmt: skip
+        return path
 
     def start_worker(self, name: str, extra: Mapping[str, str] | None = None) -> None:
         """A Celery worker named ``name``: its task instances record ``<name>@<host>`` as their hostname."""
@@ -241,16 +296,29 @@ class Stack:
             folder.mkdir(exist_ok=True)
             if os.geteuid() == 0:
                 shutil.chown(folder, "postgres", "postgres")
+        superuser = fresh()["POSTGRES_PASSWORD"]  # used once, here, then only a scram verifier in the cluster
         if not (data / "PG_VERSION").exists():
-            self._as_postgres([str(postgres_bin() / "initdb"), "-D", str(data), "-U", "postgres", "--auth", "trust",
-                               "-E", "UTF8"], "initdb")  # fmt: skip
+            pwfile = Path(self.pg_folder) / "pwfile"
+            fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(superuser + "\n")
+            if os.geteuid() == 0:
+                shutil.chown(pwfile, "postgres", "postgres")
+            try:
+                self._as_postgres([str(postgres_bin() / "initdb"), "-D", str(data), "-U", "postgres", "-E", "UTF8",
+                                   "--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
+                                   f"--pwfile={pwfile}"], "initdb")  # fmt: skip
+            finally:
+                pwfile.unlink()
         options = f"-p {self.ports.postgres} -k {sockets} -c listen_addresses=127.0.0.1"
         self._pg_ctl("start", "-w", "-t", "60", "-o", options)
         self.pids["postgres"] = 0
         psql = [str(postgres_bin() / "psql"), "-h", "127.0.0.1", "-p", str(self.ports.postgres), "-U", "postgres",
-                "-v", "ON_ERROR_STOP=1", "-c"]  # fmt: skip
-        self._as_postgres([*psql, f"CREATE ROLE {USER} LOGIN PASSWORD '{PASSWORD}'"], "psql")
-        self._as_postgres([*psql, f"CREATE DATABASE airflow OWNER {USER}"], "psql")
+                "-w", "-v", "ON_ERROR_STOP=1", "-c"]  # fmt: skip
+        role = self.variables["POSTGRES_PASSWORD"].replace("'", "''")
+        with_password = {"PGPASSWORD": superuser}
+        self._as_postgres([*psql, f"CREATE ROLE {USER} LOGIN PASSWORD '{role}'"], "psql", env=with_password)
+        self._as_postgres([*psql, f"CREATE DATABASE airflow OWNER {USER}"], "psql", env=with_password)
 
     def _pg_ctl(self, *args: str) -> None:
         data = Path(self.pg_folder) / "data"
@@ -259,10 +327,13 @@ class Stack:
         self._as_postgres([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(Path(self.pg_folder) / "log"),
                            *args], "pg_ctl", check=args[0] == "start")  # fmt: skip
 
-    def _as_postgres(self, command: list[str], name: str, check: bool = True) -> None:
+    def _as_postgres(
+        self, command: list[str], name: str, check: bool = True, env: Mapping[str, str] | None = None
+    ) -> None:
         if os.geteuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/",
+                              env={**os.environ, **(env or {})})  # fmt: skip
         if check and done.returncode != 0:
             raise StackError(f"{name} failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")
 
@@ -322,9 +393,10 @@ def _signal_session(sid: int, signal_number: int) -> None:
             os.kill(pid, signal_number)
 
 
-def _http_ok(url: str) -> bool:
+def _http_ok(url: str, token: str | None = None) -> bool:
+    headers = {"Authorization": f"Bearer {token}"} if token else None
     try:
-        return httpx.get(url, timeout=5).status_code == 200
+        return httpx.get(url, timeout=5, headers=headers).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -113,3 +113,35 @@ def chroma_server(path: Path, port: int | None = None) -> Iterator[str]:
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def guarded_chroma(path: Path, token: str) -> Iterator[str]:
+    """A real ``chroma run`` server behind the real token proxy (Debian's nginx, :mod:`deploy.proxy`), both on
+    127.0.0.1, as the deployments run it; yields the proxy's URL."""
+    from deploy import proxy
+
+    try:
+        proxy.nginx()
+    except FileNotFoundError as exc:
+        pytest.skip(str(exc))
+    with chroma_server(path / "chroma") as upstream:
+        port = free_port()
+        config = proxy.write_config(path / "proxy", f"127.0.0.1:{port}", upstream.removeprefix("http://"), token)
+        server = subprocess.Popen(proxy.command(config), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1):
+                        break
+                except OSError:
+                    if time.monotonic() > deadline or server.poll() is not None:
+                        log = (path / "proxy" / "error.log").read_text()
+                        raise AssertionError(f"nginx did not start: {log}") from None
+                    time.sleep(0.1)
+            yield url
+        finally:
+            server.terminate()
+            server.wait(timeout=30)

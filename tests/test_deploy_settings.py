@@ -8,15 +8,18 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from deploy.settings import Ports, compose_environment, interpolate, native_environment
+from deploy.secrets import fresh
+from deploy.settings import MissingVariable, Ports, compose_environment, interpolate, native_environment
 from tests.conftest import ROOT
 
-PORTS = Ports(postgres=15432, redis=16379, chroma=18000, api=18080, scheduler_health=18974)
+PORTS = Ports(postgres=15432, redis=16379, chroma=18000, api=18080, scheduler_health=18974, chroma_internal=18001)
+SECRETS = fresh()
 
 
 def _compose_command() -> list[str] | None:
@@ -28,16 +31,26 @@ def _compose_command() -> list[str] | None:
     return None
 
 
-def _resolved(variables: dict[str, str], *args: str) -> dict[str, Any]:
-    """``docker compose config`` of the repository's compose file, as JSON-able data."""
-    import yaml
-
+def _config(variables: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    """``docker compose config`` of the repository's compose file with ``variables`` only (an empty env file:
+    a developer's .env stays out)."""
     command = _compose_command()
     if command is None:
         pytest.skip("neither docker-compose nor the docker compose plugin is installed (make deploy-deps)")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZAN_"))} | variables
-    done = subprocess.run([*command, "-f", str(ROOT / "docker-compose.yml"), *args, "config"], env=env, cwd=ROOT,
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZAN_", "_AIRFLOW"))} | variables
+    env = {k: v for k, v in env.items() if k not in SECRETS or k in variables}
+    with tempfile.TemporaryDirectory() as empty:
+        env_file = Path(empty) / ".env"
+        env_file.touch()
+        return subprocess.run([*command, "-f", str(ROOT / "docker-compose.yml"), "--env-file", str(env_file), *args,
+                               "config"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def _resolved(variables: dict[str, str], *args: str) -> dict[str, Any]:
+    """The resolved compose file, as JSON-able data; the secrets come from a fresh ``deploy secrets`` set."""
+    import yaml
+
+    done = _config({**SECRETS, **variables}, *args)
     assert done.returncode == 0, done.stderr[-2000:]
     data: dict[str, Any] = yaml.safe_load(done.stdout)
     return data
@@ -53,22 +66,31 @@ def test_docker_compose_config_validates_both_profiles() -> None:
     assert celery["services"]["airflow-worker"]["environment"]["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
 
 
+def test_compose_refuses_to_start_without_a_secret() -> None:
+    for name in SECRETS:
+        done = _config({k: v for k, v in SECRETS.items() if k != name}, "--profile", "celery")
+        assert done.returncode != 0 and "run python -m deploy secrets" in done.stderr, (name, done.stderr[-500:])
+    with pytest.raises(MissingVariable, match="AIRFLOW__CORE__FERNET_KEY is required: run python -m deploy secrets"):
+        native_environment(PORTS, ROOT, {k: v for k, v in SECRETS.items() if k != "AIRFLOW__CORE__FERNET_KEY"})
+
+
 def test_native_environment_is_what_compose_resolves(tmp_path: Path) -> None:
     """Each setting docker compose gives the worker reaches the native worker: equal, or with only the
     compose network's host (→ 127.0.0.1 and the native port) or a container path (→ the stack's folder)
     rewritten. Variables (.env) are interpolated the same way on both paths."""
-    variables = {"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor", "ZAN_SHARDS": "8", "ZAN_SCHEDULE": ""}
+    variables = {"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor", "ZAN_SHARDS": "8", "ZAN_SCHEDULE": "", **SECRETS}
     compose = _resolved(variables, "--profile", "celery")["services"]["airflow-worker"]["environment"]
     native = native_environment(PORTS, tmp_path, variables)
     common = set(compose_environment())
     assert common <= set(compose) and common <= set(native)
     assert native["ZAN_SHARDS"] == compose["ZAN_SHARDS"] == "8"
     assert native["ZAN_SCHEDULE"] == compose["ZAN_SCHEDULE"] == "@weekly"  # empty takes the default, as in compose
+    database = SECRETS["POSTGRES_PASSWORD"]
     hosted = {  # the settings that name a compose service, as the native stack must have them
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": "postgresql+psycopg2://airflow:airflow@127.0.0.1:15432/airflow",
-        "AIRFLOW__CELERY__RESULT_BACKEND": "db+postgresql://airflow:airflow@127.0.0.1:15432/airflow",
-        "AIRFLOW__CELERY__BROKER_URL": "redis://:@127.0.0.1:16379/0",
-        "ZAN_CHROMA_URL": "http://127.0.0.1:18000",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"postgresql+psycopg2://airflow:{database}@127.0.0.1:15432/airflow",
+        "AIRFLOW__CELERY__RESULT_BACKEND": f"db+postgresql://airflow:{database}@127.0.0.1:15432/airflow",
+        "AIRFLOW__CELERY__BROKER_URL": f"redis://:{SECRETS['REDIS_PASSWORD']}@127.0.0.1:16379/0",
+        "ZAN_CHROMA_URL": "http://127.0.0.1:18000",  # the proxy, not Chroma itself
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://127.0.0.1:18080/execution/",
     }
     for name in sorted(common):
@@ -79,6 +101,8 @@ def test_native_environment_is_what_compose_resolves(tmp_path: Path) -> None:
             assert got.startswith((str(tmp_path), str(ROOT))) and got.endswith(want.rsplit("/", 1)[-1]), (name, got)
         else:
             assert got == want, (name, want, got)
+    assert native["ZAN_CHROMA_TOKEN"] == compose["ZAN_CHROMA_TOKEN"] == SECRETS["ZAN_CHROMA_TOKEN"]
+    assert native["AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_SERVER_HOST"] == "127.0.0.1"
     assert native["ZAN_SOURCES"] == str(ROOT / "data" / "sample")
     assert native["ZAN_HOME"] == str(tmp_path / "zan" / "data")
 
@@ -91,6 +115,10 @@ def test_interpolation_reads_variables_as_compose_does() -> None:
     assert interpolate("${X:-}", {}) == ""
     assert interpolate("no variables", {"X": "v"}) == "no variables"
     assert interpolate("${X-d}", {}) == "d" and interpolate("${X-d}", {"X": ""}) == ""  # without ':', unset only
+    assert interpolate("${X:?say}", {"X": "v"}) == "v" and interpolate("${X?say}", {"X": ""}) == ""
+    for required, given in (("${X:?say}", {}), ("${X:?say}", {"X": ""}), ("${X?say}", {})):
+        with pytest.raises(MissingVariable, match="X is required: say"):
+            interpolate(required, given)
 
 
 def test_the_image_installs_what_the_lock_resolved() -> None:
@@ -115,4 +143,4 @@ def test_the_image_installs_what_the_lock_resolved() -> None:
 
 
 def _hosts(value: str) -> set[str]:
-    return set(re.findall(r"(?:@|//)(postgres|redis|chroma|airflow-apiserver)\b", value))
+    return set(re.findall(r"(?:@|//)(postgres|redis|chroma-proxy|airflow-apiserver)\b", value))

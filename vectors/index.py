@@ -9,6 +9,7 @@ unchanged chunks. After a run the collection holds exactly the published chunk i
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from enrich.metadata import METADATA_FIELDS, meta_hashes, metadata_columns, metadata_dicts, metadata_table
-from schemas.errors import TransientError
+from schemas.errors import TransientError, ZanError
 from vectors.embed import Embedder
 
 COLLECTION = "zan_chunks"
@@ -55,19 +56,34 @@ class IndexUnavailable(TransientError):
     """The Chroma server (or the embedded index) cannot be reached now; a retry may succeed."""
 
 
-def open_client(chroma_path: Path | None = None, chroma_url: str | None = None) -> Any:
-    """An embedded ``PersistentClient`` under the data dir, or an ``HttpClient`` for ``chroma run``."""
+class IndexRefused(ZanError):
+    """The Chroma server (its authenticating proxy) refused zan's requests: no token, or a wrong one.
+    Terminal: retrying with the same settings will not help."""
+
+
+_REFUSED = ("401", "403", "unauthorized", "forbidden", "token is required")
+
+
+def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, token: str | None = None) -> Any:
+    """An embedded ``PersistentClient`` under the data dir, or an ``HttpClient`` for a Chroma server. A server
+    is reached with the bearer token ``token`` (default: ``ZAN_CHROMA_TOKEN``), which the proxy in front of
+    it requires (:mod:`deploy.proxy`)."""
     import chromadb
     from chromadb.config import Settings
 
     settings = Settings(anonymized_telemetry=False)
     if chroma_url:
         url = urlparse(chroma_url)
+        token = token if token is not None else os.environ.get("ZAN_CHROMA_TOKEN") or None
         try:
             return chromadb.HttpClient(
-                host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https", settings=settings
-            )
+                host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https",
+                headers={"Authorization": f"Bearer {token}"} if token else None, settings=settings,
+            )  # fmt: skip
         except ValueError as exc:  # chromadb's words for a server that does not answer its heartbeat
+            if any(word in str(exc).lower() for word in _REFUSED):
+                said = "ZAN_CHROMA_TOKEN is not set" if not token else "the token in ZAN_CHROMA_TOKEN was refused"
+                raise IndexRefused(f"Chroma server {chroma_url} refused zan: {said}") from exc
             raise IndexUnavailable(f"Chroma server {chroma_url} cannot be reached: {exc}") from exc
     if chroma_path is None:
         raise ValueError("either a Chroma path or a Chroma URL is needed")

@@ -5,19 +5,30 @@ dag-processor, triggerer, two Celery workers, a ``chroma run`` server), driven o
 ``postgresql`` and ``redis-server`` (``make deploy-deps``) and skips, saying so, without them.
 
 The tests share one stack and run in order: a clean re-extract is the reference the fault runs must equal.
+The first test checks the stack is closed as a shared host needs it: listeners on 127.0.0.1 only, Chroma
+behind its token, PostgreSQL and Redis asking for their passwords, no token signed with anything the
+repository holds accepted by the API.
 """
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
+import socket
+import subprocess
 import time
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from deploy.api import Api
-from deploy.stack import Stack, StackError, check_packages, session_processes
+from deploy.stack import Stack, StackError, check_packages, postgres_bin, session_processes
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.deploy
 
@@ -47,7 +58,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture(scope="module")
 def api(stack: Stack) -> Api:
-    api = Api(stack.api_url)
+    api = Api(stack.api_url, stack.api_password)
     for dag_id in ("zan_reextract", "zan_backfill"):
         api.wait_dag(dag_id)
         api.unpause(dag_id)
@@ -60,6 +71,85 @@ def clean(stack: Stack, api: Api) -> dict[str, Any]:
     run = _trigger(api, "zan_reextract")
     assert run["state"] == "success", _failed(api, run)
     return {"run": run, "published": _published(stack)}
+
+
+def test_every_listener_is_on_loopback(stack: Stack) -> None:
+    """What ``ss -ltnp`` shows for the stack's processes (read from /proc, which ss reads too): each listening
+    socket is bound to 127.0.0.1, the triggerer's and scheduler's log servers (which bind every interface)
+    are not there, and the ports the stack announces are."""
+    assert stack.ports
+    listening = _listeners(_stack_pids(stack))
+    assert all(address == "127.0.0.1" for address, _ in listening), (sorted(listening), _ss())
+    ports = {port for _, port in listening}
+    expected = {stack.ports.api, stack.ports.chroma, stack.ports.chroma_internal, stack.ports.postgres,
+                stack.ports.redis, stack.ports.scheduler_health}  # fmt: skip
+    assert expected <= ports, (expected - ports, _ss())
+    assert not ports & {8793, 8794}, _ss()  # no log servers
+
+
+def test_chroma_answers_only_with_the_token(stack: Stack) -> None:
+    heartbeat = f"{stack.chroma_url}/api/v2/heartbeat"
+    assert httpx.get(heartbeat).status_code == 401
+    assert httpx.get(heartbeat, headers={"Authorization": f"Bearer {stack.chroma_token}x"}).status_code == 401
+    deleted = httpx.delete(
+        f"{stack.chroma_url}/api/v2/tenants/default_tenant/databases/default_database/collections/zan_chunks"
+    )
+    assert deleted.status_code == 401
+    assert httpx.get(heartbeat, headers={"Authorization": f"Bearer {stack.chroma_token}"}).status_code == 200
+
+
+def test_postgres_and_redis_ask_for_their_passwords(stack: Stack) -> None:
+    assert stack.ports
+    psql = [str(postgres_bin() / "psql"), "-w", "-h", "127.0.0.1", "-p", str(stack.ports.postgres), "-d", "airflow",
+            "-tAc", "SELECT current_user"]  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PG")} | {"PGPASSFILE": os.devnull}
+    users = [[]] + ([["runuser", "-u", "nobody", "--"]] if os.geteuid() == 0 else [])  # this user, and another
+    for as_user in users:
+        for role in ("airflow", "postgres"):
+            done = subprocess.run([*as_user, *psql, "-U", role], env=env, capture_output=True, text=True, timeout=30)
+            assert done.returncode != 0 and "password" in done.stderr, (as_user, role, done.stdout, done.stderr)
+    socket_dir = str(Path(stack.pg_folder) / "run")
+    local = subprocess.run([*psql[:2], "-h", socket_dir, *psql[4:], "-U", "postgres"], env=env, capture_output=True,
+                           text=True, timeout=30)  # fmt: skip
+    assert local.returncode != 0 and "password" in local.stderr, local.stderr  # the socket too: no trust, no peer
+    with_password = env | {"PGPASSWORD": stack.variables["POSTGRES_PASSWORD"]}
+    done = subprocess.run([*psql, "-U", "airflow"], env=with_password, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and done.stdout.strip() == "airflow", done.stderr
+    with socket.create_connection(("127.0.0.1", stack.ports.redis), timeout=10) as redis:
+        redis.sendall(b"PING\r\n")
+        assert redis.recv(200).startswith(b"-NOAUTH"), "redis answered without its password"
+
+
+def test_no_token_signed_with_a_value_from_the_repository_is_accepted(stack: Stack) -> None:
+    """A JWT signed with any word the repository holds (its files, the defaults it used to have) gets 401;
+    the same token signed with the stack's own secret gets 200, so the forgery is otherwise well formed."""
+    import jwt
+
+    def forged(key: str, audience: bool) -> str:
+        now = int(time.time())
+        claims = {"sub": "1", "iat": now, "nbf": now, "exp": now + 600} | (
+            {"aud": "apache-airflow"} if audience else {}
+        )
+        with warnings.catch_warnings():  # most words are shorter than HS512 recommends: that is the point
+            warnings.simplefilter("ignore")
+            return jwt.encode(claims, key, algorithm="HS512")
+
+    with httpx.Client(base_url=f"{stack.api_url}/api/v2", timeout=30) as client:
+
+        def status(token: str) -> int:
+            return client.get("/connections", headers={"Authorization": f"Bearer {token}"}).status_code
+
+        secret = stack.environment()["AIRFLOW__API_AUTH__JWT_SECRET"]
+        forms = [audience for audience in (True, False) if status(forged(secret, audience)) == 200]
+        assert forms, "a token signed with the stack's own secret was refused: the forgery is malformed"
+        candidates = _repository_words() | {"zan-local-jwt-secret-change-me", "zan-local-session-key-change-me",
+                                            "airflow", "secret", "changeme"}  # fmt: skip
+        answers = {
+            (word, audience): status(forged(word, audience)) for word in sorted(candidates) for audience in forms
+        }
+        accepted = [(word, code) for (word, _), code in answers.items() if code not in (401, 403)]
+        assert accepted == [], accepted[:10]
+        assert len(candidates) > 500  # the repository's words, not a handful
 
 
 def test_reextract_runs_on_both_workers_and_emits_assets(stack: Stack, api: Api, clean: dict[str, Any]) -> None:
@@ -201,6 +291,56 @@ def _indexed(stack: Stack) -> dict[str, str]:
     """chunk_id → text_hash as the Chroma server holds them."""
     from vectors.index import index_state, open_client
 
-    client = open_client(None, stack.chroma_url)
+    client = open_client(None, stack.chroma_url, stack.chroma_token)
     keys = index_state(client.get_collection("zan_chunks"))
     return dict(zip(keys.column("chunk_id").to_pylist(), keys.column("text_hash").to_pylist(), strict=True))
+
+
+def _stack_pids(stack: Stack) -> set[int]:
+    """Every live process of the stack: each service's session, and PostgreSQL's postmaster."""
+    pids = {p for pid in stack.pids.values() if pid for p in session_processes(pid)}
+    postmaster = Path(stack.pg_folder) / "data" / "postmaster.pid"
+    pids.add(int(postmaster.read_text().split()[0]))
+    return pids
+
+
+def _listeners(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every listening TCP socket (IPv4 and IPv6) that one of ``pids`` holds."""
+    inodes = set()
+    for pid in pids:
+        fds = Path(f"/proc/{pid}/fd")
+        for fd in fds.iterdir() if fds.exists() else ():
+            try:
+                target = os.readlink(fd)
+            except OSError:
+                continue
+            if target.startswith("socket:["):
+                inodes.add(target[8:-1])
+    found = set()
+    for table, size in (("/proc/net/tcp", 4), ("/proc/net/tcp6", 16)):
+        for line in Path(table).read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A" or fields[9] not in inodes:  # 0A: LISTEN
+                continue
+            address, port = fields[1].split(":")
+            raw = bytes.fromhex(address)
+            words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))  # each 32-bit word is host order
+            found.add((socket.inet_ntop(socket.AF_INET if size == 4 else socket.AF_INET6, words), int(port, 16)))
+    return found
+
+
+def _ss() -> str:
+    ss = shutil.which("ss")
+    return subprocess.run([ss, "-ltnp"], capture_output=True, text=True).stdout if ss else "(ss not installed)"
+
+
+def _repository_words() -> set[str]:
+    """Every word of 4 to 80 characters in the repository's deployment files, docs and deploy code."""
+    files = [ROOT / name for name in ("docker-compose.yml", "Dockerfile", "Makefile", "README.md", "pyproject.toml")]
+    files += [*(ROOT / "deploy").glob("*.py"), *(ROOT / "deploy").glob("*.template"), *(ROOT / "dags").glob("*.py"),
+              *(ROOT / "tests").glob("test_*deploy*.py"), *(ROOT / "tests").glob("test_compose.py"), ROOT / ".ci" / "run"]  # fmt: skip
+    words: set[str] = set()
+    for path in files:
+        if path.exists():
+            words |= set(re.findall(r"[\w.:/+=-]{4,80}", path.read_text("utf-8", "replace")))
+    return words
