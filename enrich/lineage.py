@@ -17,7 +17,7 @@ import datetime as dt
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -100,24 +100,54 @@ class Overflow:
                 "were kept in the lineage")  # fmt: skip
 
 
-def lineage_table(chunks: pa.Table, registry: pa.Table) -> tuple[pa.Table, list[Overflow]]:
-    """One ``LINEAGE_SCHEMA`` row per relation in the version's notes and per article operation its amending
-    acts state, acting and amended acts resolved in ``registry`` when it holds them; and the notes that
-    stated more relations than one note may (each kept to its first :data:`MAX_RELATIONS`)."""
+@dataclass
+class Found:
+    """What :func:`lineage_batches` learns while it streams: the notes that stated too many relations, and the
+    acts whose own notes say they lost force (doc_id → the repealing act's doc_id)."""
+
+    overflows: list[Overflow] = field(default_factory=list)
+    repeals: dict[str, str] = field(default_factory=dict)
+
+
+def lineage_batches(chunks: Iterable[pa.Table], registry: pa.Table, found: Found) -> Iterator[pa.Table]:
+    """``LINEAGE_SCHEMA`` tables: one row per relation in the notes of ``chunks`` (a stream of tables with
+    chunk_id, doc_id, language, notes, source_file) and per article operation the registry's amending acts
+    state, acting and amended acts resolved in ``registry`` when it holds them. One batch of chunks and its
+    rows are held at a time (a version of 140 000 chunks has as many lineage rows as chunks); what the
+    registry needs from them is kept in ``found``."""
     resolve = _resolver(registry)
-    rows = []
-    overflows = []
     columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
-    for chunk_id, doc_id, language, notes, source in zip(*(chunks.column(c).to_pylist() for c in columns), strict=True):
-        for n, line in enumerate((notes or "").split("\n")):
-            if not NOTE_START.match(line):
-                continue
-            relations, stated = parse_note_counted(line)
-            if stated > len(relations):
-                overflows.append(Overflow(doc_id, chunk_id, source, stated))
-            rows += [_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)) for r in relations]
-    rows += _amending_rows(registry)
-    return conform(pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA), LINEAGE_SCHEMA, "lineage"), overflows
+    for table in chunks:
+        rows = []
+        for chunk_id, doc_id, language, notes, source in _columns(table, *columns):
+            for n, line in enumerate((notes or "").split("\n")):
+                if not NOTE_START.match(line):
+                    continue
+                relations, stated = parse_note_counted(line)
+                if stated > len(relations):
+                    found.overflows.append(Overflow(doc_id, chunk_id, source, stated))
+                rows += [_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)) for r in relations]
+        yield _noting(_table(rows), found)
+    yield _noting(_table(_amending_rows(registry)), found)
+
+
+def lineage_table(chunks: pa.Table, registry: pa.Table) -> tuple[pa.Table, list[Overflow]]:
+    """:func:`lineage_batches` of one table of chunks, as one table (small inputs: tests, a single act)."""
+    found = Found()
+    tables = list(lineage_batches([chunks], registry, found))
+    return pa.concat_tables(tables), found.overflows
+
+
+def _table(rows: list[dict[str, Any]]) -> pa.Table:
+    return conform(pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA), LINEAGE_SCHEMA, "lineage")
+
+
+def _noting(table: pa.Table, found: Found) -> pa.Table:
+    """``table``, its repeals of whole acts kept in ``found`` (the last repealing act named wins)."""
+    for doc, rel, kind, by in _columns(table, "doc_id", "relation", "target_kind", "by_doc_id"):
+        if rel == "repealed" and kind == "act" and by and by != doc:
+            found.repeals[doc] = by
+    return table
 
 
 def _amending_rows(registry: pa.Table) -> list[dict[str, Any]]:
@@ -163,13 +193,13 @@ def _fold(text: str) -> str:
     return re.sub(r"[^\w]+", " ", text.casefold()).strip()
 
 
-def with_replacements(registry: pa.Table, lineage: pa.Table) -> pa.Table:
-    """``registry`` with ``replaced_by``: the repealing act's doc_id, for acts whose notes say they lost force."""
-    repeals = {
-        doc: by
-        for doc, rel, kind, by in _columns(lineage, "doc_id", "relation", "target_kind", "by_doc_id")
-        if rel == "repealed" and kind == "act" and by and by != doc
-    }
+def with_replacements(registry: pa.Table, repeals: dict[str, str] | pa.Table) -> pa.Table:
+    """``registry`` with ``replaced_by``: the repealing act's doc_id, for acts whose notes say they lost force
+    (``repeals`` as :class:`Found` keeps them, or a lineage table)."""
+    if isinstance(repeals, pa.Table):
+        found = Found()
+        _noting(repeals, found)
+        repeals = found.repeals
     values = [repeals.get(doc) for doc in registry.column("doc_id").to_pylist()]
     index = registry.schema.get_field_index("replaced_by")
     return registry.set_column(index, registry.schema.field(index), pa.array(values, pa.string()))

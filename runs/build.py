@@ -8,7 +8,7 @@ Memory holds one document's text and one batch of chunks at a time, whatever the
 - ``enrich_version`` joins the registry fields onto the chunks batch by batch (order-preserving, by position
   in the small registry), merges them with the published documents that stay as they are (both streams are
   already in chunk id order: nothing is sorted), and writes the version's tables into a folder: only the
-  registry, rejects and lineage rows, small by nature, are held whole.
+  registry and rejects, small by nature, are held whole; lineage rows (as many as noted chunks) are streamed.
 
 Measured: DuckDB's external ``ORDER BY`` of the 200 000-chunk table failed with out-of-memory at 256 MB and
 512 MB limits with two threads (it passed with one thread at 512 MB, peaking at 712 MB): writing chunks in
@@ -25,11 +25,10 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from enrich.chunking import chunk_document
 from enrich.join import join_files
-from enrich.lineage import lineage_table, with_replacements
+from enrich.lineage import Found, lineage_batches, with_replacements
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 from extractors.discover import extract_file
@@ -251,10 +250,12 @@ def enrich_version(
     chunks = combine_files(folder, "chunks", carried, rebuilt.chunks, out, CHUNK_SCHEMA)
     enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
     joined.unlink(missing_ok=True)
-    lineage, overflows = lineage_table(_noted(chunks), registry)  # the whole version's: acts resolve in it
+    found = Found()  # the whole version's lineage: acts resolve in its registry; streamed, a batch at a time
+    lineage = out / "lineage.parquet"
+    write_parquet_stream(lineage_batches(_noted(chunks), registry, found), lineage, LINEAGE_SCHEMA, "lineage")
     rejects += [Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
-                for o in overflows]  # fmt: skip
-    registry = with_replacements(registry, lineage)
+                for o in found.overflows]  # fmt: skip
+    registry = with_replacements(registry, found.repeals)
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
 
@@ -334,11 +335,11 @@ def _carried_rows(path: Path, carried: set[str]) -> Iterator[pa.Table]:
         yield table.filter(pc.is_in(table.column("doc_id"), value_set=wanted))
 
 
-def _noted(chunks: Path) -> pa.Table:
-    """The columns lineage reads, of the chunks that carry notes (read row group by row group)."""
-    columns = ["chunk_id", "doc_id", "language", "notes", "source_file"]
-    table = pq.read_table(chunks, columns=columns, filters=[("notes", "!=", "")])
-    return table.filter(pc.is_valid(table.column("notes")))
+def _noted(chunks: Path) -> Iterator[pa.Table]:
+    """The columns lineage reads, of the chunks that carry notes, a batch at a time."""
+    for table in iter_parquet(chunks, STREAM_ROWS, ["chunk_id", "doc_id", "language", "notes", "source_file"]):
+        notes = table.column("notes")
+        yield table.filter(pc.and_(pc.is_valid(notes), pc.not_equal(notes, "")))
 
 
 def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key: str) -> pa.Table:
@@ -351,5 +352,4 @@ def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key
 def write_small_tables(built: Built, rejects: pa.Table, out: Path) -> None:
     """The version's small tables beside the chunk tables ``enrich_version`` wrote."""
     write_parquet_atomic(built.registry, out / "registry.parquet", REGISTRY_SCHEMA, "registry")
-    write_parquet_atomic(built.lineage, out / "lineage.parquet", LINEAGE_SCHEMA, "lineage")
     write_parquet_atomic(rejects, out / "rejects.parquet", REJECT_SCHEMA, "rejects")

@@ -25,7 +25,7 @@ from enrich.storage import table_from_rows
 from extractors.discover import max_file_bytes, scan
 from runs.errors import RunError
 from runs.state import Published
-from schemas.arrow import ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REJECT_SCHEMA, Reject, reject_table
+from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REJECT_SCHEMA, Reject, reject_table
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]
@@ -170,7 +170,7 @@ class Built:
     rebuilt: set[str]  # doc_ids extracted this run
     reused: set[str]  # doc_ids in scope taken over unchanged
     file_keys: dict[str, str] = field(default_factory=dict)
-    lineage: pa.Table = field(default_factory=lambda: LINEAGE_SCHEMA.empty_table())
+    lineage: Path | None = None  # the version's lineage.parquet, written by enrich_version
 
 
 @dataclass
