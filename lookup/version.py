@@ -29,7 +29,8 @@ from lookup.lineage import LineageIndex
 from lookup.published import PublishedChunks, first_ids
 from lookup.registry_index import MAX_CANDIDATES, RegistryIndex
 from schemas.published import current_version, read_manifest, versions_dir
-from vectors.lexical import LexicalIndex
+from vectors.lexical import LEXICAL, LexicalIndex
+from vectors.texts import TextFile
 
 COLUMNS = ("chunk_id", "doc_id", "language", "text_hash", "code_articles", "article_labels", "point_labels", "annex",
            "path")  # fmt: skip
@@ -57,6 +58,8 @@ class VersionChunks:
         meta = self.file.metadata
         self.starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
         self._docs: OrderedDict[str, pa.Table] = OrderedDict()
+        texts = TextFile.open(path.parent / LEXICAL)  # None: a version written before (texts from parquet)
+        self.text_file = texts if texts is not None and texts.size == meta.num_rows else None
 
     def rows(self, doc_ids: Sequence[str], narrowing: Narrowing = Narrowing()) -> pa.Table:
         """The rows (:data:`COLUMNS`, plus ``_group`` and ``_row``: where each is in the file) of these
@@ -89,7 +92,10 @@ class VersionChunks:
         return np.asarray(self.starts[groups] + rows.column("_row").to_numpy(), dtype=np.int64)
 
     def texts(self, rows: pa.Table) -> list[str]:
-        """The text of each row of ``rows`` (as :meth:`rows` returned them), reading only their row groups."""
+        """The text of each row of ``rows`` (as :meth:`rows` returned them): from the version's text file
+        (:mod:`vectors.texts`), or, for a version without one, reading only their row groups."""
+        if self.text_file is not None:
+            return self.text_file.get(self.positions(rows))
         out: list[str] = [""] * rows.num_rows
         groups, positions = rows.column("_group").to_pylist(), rows.column("_row").to_pylist()
         for group in sorted(set(groups)):

@@ -27,6 +27,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
+from vectors.texts import TextWriter
+
 LEXICAL = "lexical"  # the folder in a version
 KAZAKH_PREFIX = 5
 _WORD = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:-[0-9a-zа-яёәғқңөұүһі]+)*")
@@ -85,26 +87,28 @@ BATCH = 4_096
 
 
 def build_lexical(enriched: Path, out: Path) -> int:
-    """The BM25 index of a version's chunks (``enriched``, in file order) written to ``out`` (replaced whole,
-    via a temporary folder); returns the number of chunks."""
+    """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
+    (:mod:`vectors.texts`) written to ``out`` (replaced whole, via a temporary folder); returns the number of
+    chunks."""
     import bm25s
     from bm25s.tokenization import Tokenized
 
     vocab: dict[str, int] = {}
     ids: list[np.ndarray] = []
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    texts = TextWriter(tmp)  # the same stream, kept for answers (vectors.texts)
     reader = pq.ParquetFile(enriched, pre_buffer=False)
     for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language"]):
         for text, language in zip(batch.column("text").to_pylist(), batch.column("language").to_pylist(), strict=True):
             found = terms(text or "", language)
             ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in found), dtype=np.int32, count=len(found)))
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
+            texts.add(text or "")
+    texts.close()
     retriever = bm25s.BM25()
     if ids:
         retriever.index(Tokenized(ids=[list(a) for a in ids], vocab=vocab), show_progress=False)
         retriever.save(str(tmp), show_progress=False)
-    else:
-        tmp.mkdir(parents=True)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return len(ids)
