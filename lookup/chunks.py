@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from enrich.chunking import LIST_CAP
 from lookup.fusion import RRF_K
@@ -144,41 +145,45 @@ def rank_in_version(
     narrowing: Narrowing,
     query_vector: np.ndarray,
     k_per_doc: int,
-    vectors: Callable[[list[str]], dict[str, np.ndarray]],
+    vectors: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
     embed: Callable[[list[str]], np.ndarray],
     lexical: Callable[[np.ndarray], np.ndarray] | None = None,
     language: str | None = None,
 ) -> list[Chunk]:
     """The ``k_per_doc`` chunks of each document that answer the question best, best first overall, from one
-    version's rows: by cosine to the question (stored vectors; a text with none is embedded), fused with
-    BM25 when ``lexical(positions)`` gives the rows' scores, and the question's ``language`` first in a
-    document published in several."""
+    version's rows: by cosine to the question (stored vectors, :meth:`VectorStore.matrix`; a text with none
+    is embedded), fused with BM25 when ``lexical(positions)`` gives the rows' scores, and the question's
+    ``language`` first in a document published in several. Ranked in NumPy over the rows; Python objects are
+    made for the chosen few only."""
     rows = chunks.rows(doc_ids, narrowing)
     if not rows.num_rows:
         return []
     hashes = [str(h) for h in rows.column("text_hash").to_pylist()]
-    stored = vectors(hashes)
-    missing = [n for n, h in enumerate(hashes) if h not in stored]
-    if missing:
-        lacking = rows.take(pa.array(missing, pa.int64()))
-        stored = stored | dict(zip([hashes[n] for n in missing], embed(chunks.texts(lacking)), strict=True))
-    cosine = _cosine(np.stack([stored[h] for h in hashes]).astype(np.float32, copy=False), query_vector)
+    matrix, found = vectors(hashes)
+    if not found.all():
+        missing = np.flatnonzero(~found)
+        fresh = np.asarray(embed(chunks.texts(rows.take(pa.array(missing, pa.int64())))), dtype=np.float32)
+        if matrix.shape[1] != fresh.shape[1]:
+            matrix = np.zeros((len(hashes), fresh.shape[1]), np.float32)
+            found = np.zeros(len(hashes), dtype=bool)
+            missing = np.arange(len(hashes))
+            fresh = np.asarray(embed(chunks.texts(rows)), dtype=np.float32)
+        matrix[missing] = fresh
+    cosine = _cosine(matrix, query_vector)
     bm25 = lexical(chunks.positions(rows)) if lexical is not None else None
-    ids, docs = rows.column("chunk_id").to_pylist(), rows.column("doc_id").to_pylist()
-    languages = rows.column("language").to_pylist()
     fused = _fused(cosine, bm25)
-    order = sorted(range(len(ids)), key=lambda n: (-fused[n], ids[n]))
+    docs = pc.dictionary_encode(rows.column("doc_id")).combine_chunks()
+    doc_codes = docs.indices.to_numpy(zero_copy_only=False)
+    id_rank = np.empty(rows.num_rows, np.int64)
+    id_rank[pc.sort_indices(rows.column("chunk_id")).to_numpy()] = np.arange(rows.num_rows)
+    order = np.lexsort((id_rank, -fused))  # best first; equal scores in chunk id order
     if language is not None:  # the question's language first, document by document
-        spoken = {d for d, lang in zip(docs, languages, strict=True) if lang == language}
-        order = [n for n in order if docs[n] not in spoken or languages[n] == language] + [
-            n for n in order if docs[n] in spoken and languages[n] != language
-        ]  # fmt: skip
-    kept: dict[str, int] = {}
-    best = []
-    for n in order:
-        if kept.get(docs[n], 0) < k_per_doc:
-            kept[docs[n]] = kept.get(docs[n], 0) + 1
-            best.append(n)
+        spoken = rows.column("language").to_numpy(zero_copy_only=False) == language
+        speaks = np.zeros(len(docs.dictionary), dtype=bool)
+        speaks[doc_codes[spoken]] = True
+        later = speaks[doc_codes[order]] & ~spoken[order]
+        order = np.concatenate([order[~later], order[later]])
+    best = _first_per_doc(order, doc_codes, k_per_doc)
     chosen = rows.take(pa.array(best, pa.int64()))
     texts = chunks.texts(chosen)
     out = []
@@ -187,6 +192,21 @@ def rank_in_version(
                   "fused": float(fused[n]) if bm25 is not None else None}  # fmt: skip
         out.append(row_chunk(row, text, float(fused[n]), "identifier", **scores))
     return out
+
+
+def _first_per_doc(order: np.ndarray, doc_codes: np.ndarray, k: int) -> list[int]:
+    """The first ``k`` rows of each document in ``order`` (kept in that order)."""
+    seen = np.zeros(int(doc_codes.max()) + 1 if len(doc_codes) else 0, np.int64)
+    best = []
+    wanted = len(seen) * k
+    for n in order.tolist():
+        code = doc_codes[n]
+        if seen[code] < k:
+            seen[code] += 1
+            best.append(n)
+            if len(best) == wanted:
+                break
+    return best
 
 
 def _fused(cosine: np.ndarray, bm25: np.ndarray | None) -> np.ndarray:
@@ -252,7 +272,8 @@ def _published_only(got: dict[str, Any], published: Mapping[str, str] | None) ->
 
 
 def _cosine(vectors: np.ndarray, query: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query) or 1.0)
+    query = np.asarray(query, dtype=np.float32)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors)) * (float(np.linalg.norm(query)) or 1.0)
     return np.asarray(vectors @ query / np.where(norms == 0, 1.0, norms))
 
 

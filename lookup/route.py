@@ -185,7 +185,7 @@ class Lookup:
             )  # fmt: skip
         lexical = _row_scores(snap, query) if query else None
         language = question_language(query) if query else None
-        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.get,
+        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.matrix,
                                self.embedder.embed_passages, lexical, language)  # fmt: skip
 
     def plain_words(self, snap: Snapshot, query: str, k: int) -> list[Chunk]:

@@ -66,3 +66,24 @@ def test_a_half_written_part_is_not_read(tmp_path: Path) -> None:
     store.put("whole", {"a" * 32: np.ones(4, np.float32)})
     store.folder.joinpath("part-half.f32.npy").write_bytes(b"\x93NUMPY")  # its keys file never came
     assert set(store.get(["a" * 32])) == {"a" * 32} and store.hashes().to_pylist() == ["a" * 32]
+
+
+def test_a_matrix_of_vectors_comes_back_in_the_order_asked_with_what_was_missing(tmp_path: Path) -> None:
+    """``matrix`` (what ranking inside a document reads) gives the same vectors as ``get``, row by row in
+    the order of the hashes asked (repeats too), from one part or several, zeros and False where none."""
+    store = VectorStore(tmp_path, "hash-ngram-test")
+    rng = np.random.default_rng(3)
+    first = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(40)}
+    store.put("run1", first)
+    asked = [f"{n:032x}" for n in (7, 3, 3, 39, 0)] + ["f" * 32]
+    matrix, found = store.matrix(asked)
+    assert matrix.dtype == np.float32 and matrix.shape == (6, 16)
+    assert found.tolist() == [True] * 5 + [False] and not matrix[5].any()
+    assert all(np.array_equal(matrix[n], first[h]) for n, h in enumerate(asked[:5]))
+    second = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(100, 140)}
+    store.put("run2", second, block=2)
+    both = first | second
+    asked = [f"{n:032x}" for n in (120, 5, 139, 7, 100)]
+    matrix, found = store.matrix(asked)
+    assert found.all() and all(np.array_equal(matrix[n], both[h]) for n, h in enumerate(asked))
+    assert store.matrix([])[0].shape[0] == 0 and not VectorStore(tmp_path, "other").matrix(asked)[1].any()

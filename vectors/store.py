@@ -48,6 +48,14 @@ class _Part:
         return np.flatnonzero(hit), rows[hit]
 
 
+def _fixed_width(hashes: list[str]) -> np.ndarray:
+    """``hashes`` as a NumPy bytes array (ASCII; text hashes are hex), converted in C where it can be."""
+    try:
+        return np.array(hashes, dtype=np.str_).astype(np.bytes_)
+    except UnicodeEncodeError:
+        return np.array([h.encode("ascii", "replace") for h in hashes])
+
+
 def _vectors_path(keys_path: Path) -> Path:
     return keys_path.with_name(keys_path.name[: -len(KEYS)] + VECTORS)
 
@@ -83,6 +91,44 @@ class VectorStore:
         if wanted:
             out |= self._legacy_get(wanted)
         return out
+
+    def matrix(self, hashes: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The vectors of ``hashes`` in that order as one float32 matrix, and a mask of the rows found (a row
+        not found is zeros). What ranking inside a document reads: one binary search per part and one gather
+        from the memory-mapped part, no Python object per vector (a 5 000-chunk document: a few ms)."""
+        if not hashes:
+            return np.zeros((0, 0), np.float32), np.zeros(0, dtype=bool)
+        encoded = _fixed_width(hashes)
+        order = np.argsort(encoded, kind="stable")
+        ordered = encoded[order]
+        found = np.zeros(len(hashes), dtype=bool)
+        hits: list[tuple[_Part, np.ndarray, np.ndarray]] = []  # (part, its rows, positions in ``hashes``)
+        for part in self._mapped():
+            width = part.keys.dtype.itemsize
+            open_ = np.flatnonzero(~found[order] & (np.char.str_len(ordered) <= width))
+            if not len(open_):
+                continue
+            at, rows = part.find(ordered[open_].astype(f"S{width}"))
+            if len(at):
+                positions = order[open_[at]]
+                found[positions] = True
+                hits.append((part, rows, positions))
+        dim = hits[0][0].vectors.shape[1] if hits else 0
+        if len(hits) == 1 and found.all():  # one part holds them all (the usual case): one gather, in order
+            part, rows, positions = hits[0]
+            in_order = np.empty(len(hashes), np.int64)
+            in_order[positions] = rows
+            return np.asarray(part.vectors[in_order], dtype=np.float32), found
+        older = self._legacy_get([hashes[n] for n in np.flatnonzero(~found)]) if self._legacy_parts() else {}
+        dim = dim or next((len(v) for v in older.values()), 0)
+        out = np.zeros((len(hashes), dim), np.float32)
+        for part, rows, positions in hits:
+            out[positions] = part.vectors[rows]
+        for n in np.flatnonzero(~found):
+            vector = older.get(hashes[n])
+            if vector is not None and len(vector) == dim:
+                out[n], found[n] = vector, True
+        return out, found
 
     def hashes(self) -> pa.Array:
         """Every stored text hash, as an Arrow string array (keys only; no vector is read)."""
