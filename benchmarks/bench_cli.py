@@ -1,6 +1,8 @@
-"""How fast the ``zan`` command itself starts: ``zan --help`` and one ``zan lookup`` on the bundled home, each
-the median of several fresh processes, with where the time goes (``python -X importtime``, by top-level
-package) and each figure beside its goal and a bare ``python -c pass`` measured in the same run.
+"""How fast the ``zan`` command itself starts: ``zan --help`` and one ``zan lookup`` on a home built from the
+real corpus (``../shared/corpus`` and the bundled sample; the sample alone when the corpus is absent), each
+over several fresh processes (min / median / max), with where the time goes (``python -X importtime``, by
+top-level package) and each figure beside its goal and a bare ``python -c pass`` measured in the same run,
+the commands alternating run by run.
 
     python benchmarks/bench_cli.py [--home DIR] [--runs 5]
 """
@@ -18,17 +20,22 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from common import load, spread  # noqa: E402
 
 GOALS = {"help": 0.3, "lookup": 1.5, "refusal": 1.5}
 
 
-def wall(args: list[str], runs: int) -> float:
-    times = []
+def walls(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    """Wall seconds of each command over ``runs`` fresh processes, the commands taking turns (A B C, A B C…)."""
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
-        started = time.perf_counter()
-        subprocess.run(args, cwd=ROOT, capture_output=True, check=True)
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for name, args in commands.items():
+            started = time.perf_counter()
+            subprocess.run(args, cwd=ROOT, capture_output=True, check=True)
+            times[name].append(time.perf_counter() - started)
+    return times
 
 
 def imports(args: list[str]) -> Counter[str]:
@@ -59,7 +66,7 @@ def bytecode_state() -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--home", type=Path, help="a built home (default: build the bundled corpus in a temp dir)")
+    parser.add_argument("--home", type=Path, help="a built home (default: build the real corpus in a temp dir)")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     home = args.home
@@ -67,19 +74,25 @@ def main() -> None:
         from runs.pipeline import run
 
         home = Path(tempfile.mkdtemp(prefix="zan-bench-cli-"))
-        run([ROOT / "data" / "sample"], home)
-    python = wall([sys.executable, "-c", "pass"], args.runs)
+        sources = [p for p in (ROOT.parent / "shared" / "corpus", ROOT / "data" / "sample") if p.is_dir()]
+        info = run(sources, home)
+        print(f"home: {', '.join(str(s) for s in sources)}: {info.documents} documents, {info.chunks} chunks")
     commands = {
         "help": ["-m", "cli", "--help"],
         "lookup": ["-m", "cli", "lookup", "ст. 182 ТК РК", "--home", str(home)],
         "refusal": ["-m", "cli", "lookup", "Приказ №999", "--home", str(home)],  # nothing to fetch: no chromadb
     }
-    print(f"bare python start: {python:.3f} s (median of {args.runs}); installed packages: {bytecode_state()}")
+    everything = {"python": ["-c", "pass"]} | commands
+    times = walls({name: [sys.executable, *c] for name, c in everything.items()}, args.runs)
+    python = statistics.median(times["python"])
+    print(f"{load()}; bare python start: {spread(times['python'], ' s')} (min / median / max of {args.runs}); "
+          f"installed packages: {bytecode_state()}")  # fmt: skip
     for name, command in commands.items():
-        seconds = wall([sys.executable, *command], args.runs)
+        seconds = statistics.median(times[name])
         verdict = "pass" if seconds < GOALS[name] else "FAIL"
         ratio = seconds / python
-        print(f"zan {name:<7} {seconds:6.3f} s  = {ratio:5.1f}× bare python   goal < {GOALS[name]} s  {verdict}")
+        print(f"zan {name:<7} {spread(times[name], ' s'):>22}  median = {ratio:5.1f}× bare python   "
+              f"goal < {GOALS[name]} s  {verdict}")  # fmt: skip
         top = imports(command).most_common(6)
         print("   imports: " + ", ".join(f"{pkg} {sec:.2f} s" for pkg, sec in top))
 

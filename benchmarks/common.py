@@ -84,3 +84,29 @@ def zan_run(args: list[str]) -> Run:
 def line(label: str, value: str, baseline: str, goal: str, passed: bool | None) -> str:
     verdict = "" if passed is None else ("pass" if passed else "FAIL")
     return f"{label:<46} {value:>16}   vs {baseline:<30} goal {goal:<12} {verdict}"
+
+
+def spread(values: list[float], unit: str = "") -> str:
+    """``min / median / max`` of ``values``, as the benchmarks print every alternated timing."""
+    import statistics
+
+    return f"{min(values):.1f} / {statistics.median(values):.1f} / {max(values):.1f}{unit}"
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages, printed beside every comparison (a busy machine shows here)."""
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+@contextlib.contextmanager
+def embedder(kind: str) -> Iterator[str]:
+    """zan's ``--embedder`` spec for a benchmark on the real-shaped corpus: ``e5`` (the default) serves the real
+    model's vectors (:mod:`e5_service`, 384-d) for the ``with`` block; ``hash`` is the offline hashed n-grams,
+    for the tiny size CI runs (no model vectors to compute on a fresh machine; timings mean nothing there)."""
+    if kind == "hash":
+        yield "hash"
+        return
+    from e5_service import serving
+
+    with serving() as (spec, _):
+        yield spec

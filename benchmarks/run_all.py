@@ -29,22 +29,38 @@ from common import line  # noqa: E402
 SIZES: dict[str, dict[str, list[str]]] = {
     "default": {
         "bench_extract.py": ["--rounds", "10"],
+        "bench_fetch.py": ["--copies", "12", "--giant", "15", "--samples", "60"],
+        "bench_scale.py": ["--small-copies", "13", "--factor", "10", "--write", "20000", "100000", "--reps", "2"],
+        "bench_langchain.py": ["--copies", "18"],
         "bench_reextract.py": ["--docs", "400", "--articles", "50"],
-        "bench_langchain.py": ["--chunks", "20000"],
-        "bench_lookup.py": ["--chunks", "50000", "--docs", "1000", "--open-sizes", "5000", "50000"],
-        "bench_memory.py": ["--small", "20000", "--factor", "10"],
+        "bench_lookup.py": ["--open-sizes", "5000", "50000"],
         "bench_semantic.py": ["--rounds", "2"],
+        "bench_cli.py": ["--runs", "5"],
     },
     "tiny": {
         "bench_extract.py": ["--rounds", "1"],
+        "bench_fetch.py": ["--copies", "1", "--giant", "2", "--samples", "4", "--embedder", "hash"],
+        "bench_scale.py": [
+            "--small-copies",
+            "1",
+            "--factor",
+            "2",
+            "--write",
+            "500",
+            "--reps",
+            "1",
+            "--embedder",
+            "hash",
+        ],  # fmt: skip
+        "bench_langchain.py": ["--copies", "1", "--embedder", "hash"],
         "bench_reextract.py": ["--docs", "8", "--articles", "10"],
-        "bench_langchain.py": ["--chunks", "300"],
-        "bench_lookup.py": ["--chunks", "2000", "--docs", "50", "--open-sizes", "200", "2000"],
-        "bench_memory.py": ["--small", "300", "--factor", "10"],
+        "bench_lookup.py": ["--open-sizes", "200", "2000"],
         "bench_million.py": ["--chunks", "1500"],  # the million-chunk run's script, so it never rots
         "bench_semantic.py": ["--tiny"],
+        "bench_cli.py": ["--runs", "1"],
     },
 }
+BUDGET = 3600  # seconds for the default size on 2 cores, once the real model's vectors are cached (see README)
 
 
 def main() -> int:
@@ -69,7 +85,7 @@ def main() -> int:
     for goal in goals:
         print("  " + goal)
     if args.size == "default":
-        print("  " + line("make bench at the default size", f"{total:.0f} s", "", "< 900 s", total < 900))
+        print("  " + line("make bench at the default size", f"{total:.0f} s", "", f"< {BUDGET} s", total < BUDGET))
     if args.size == "tiny":
         print("  (tiny size: the suite ran end to end; its timings are too small to judge a goal)")
     for failure in failed:

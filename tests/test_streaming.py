@@ -118,9 +118,18 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
                           capture_output=True, text=True, timeout=900)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = done.stdout[done.stdout.index("== summary") :]
-    for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_memory.py"):
+    for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_fetch.py", "bench_scale.py",
+                    "bench_langchain.py"):  # fmt: skip
         assert f"{section}: " in summary and "goal" in summary, section
-    assert "bench_langchain.py" in done.stdout
+    for figure in (
+        "fetch ",
+        "article-bound",
+        "peak, server mode",
+        "peak, embedded",
+        "write 500 chunks",
+        "zan 1 % text edits",
+    ):
+        assert figure in summary, figure
     million = done.stdout[done.stdout.index("== bench_million.py") : done.stdout.index("== summary")]
     assert "status published" in million and "peak RSS: zan" in million
     assert "not_found" in million and "exact" in million  # the refusal, then the one law named by its id
