@@ -45,7 +45,7 @@ def build(corpus: Path, home: Path, spec: str, url: str | None) -> dict[str, Any
     return {"chunks": run.info["chunks"], "peak": run.peak_mb, "seconds": run.seconds, "stages": stages}
 
 
-def memory(tmp: Path, copies: tuple[int, int], spec: str) -> Path:
+def memory(tmp: Path, copies: tuple[int, int], spec: str, modes: list[str]) -> Path:
     """Both sizes, server and embedded; returns the large server-mode home (for the write ceiling)."""
     from shaped import write
 
@@ -54,29 +54,42 @@ def memory(tmp: Path, copies: tuple[int, int], spec: str) -> Path:
     for size in copies:
         corpus = tmp / f"corpus-{size}"
         write(corpus, size)
-        with chroma_server(tmp / f"chroma-{size}") as (url, pid):
-            home = large_home if size == copies[1] else tmp / f"home-server-{size}"
-            results[("server", size)] = build(corpus, home, spec, url) | {"server": peak_rss_mb(pid)}
-        embedded = tmp / f"home-embedded-{size}"
-        results[("embedded", size)] = build(corpus, embedded, spec, None)
-        shutil.rmtree(embedded)
+        if "server" in modes:
+            with chroma_server(tmp / f"chroma-{size}") as (url, pid):
+                home = large_home if size == copies[1] else tmp / f"home-server-{size}"
+                results[("server", size)] = build(corpus, home, spec, url) | {"server": peak_rss_mb(pid)}
+        if "embedded" in modes:
+            embedded = large_home if "server" not in modes and size == copies[1] else tmp / f"home-embedded-{size}"
+            results[("embedded", size)] = build(corpus, embedded, spec, None)
+            if embedded != large_home:
+                shutil.rmtree(embedded)
         if size != copies[1]:
             shutil.rmtree(corpus)
     for (mode, _), r in results.items():
         extra = f", chroma server {r['server']:.0f} MB" if "server" in r else ""
         print(f"  {mode:<8} {r['chunks']:>7} chunks: zan peak {r['peak']:6.0f} MB{extra}, {r['seconds']:.0f} s "
               f"({r['stages']})")  # fmt: skip
+    if "server" in modes:
+        server_line(results, copies)
+    if "embedded" in modes:
+        embedded_line(results, copies)
+    return large_home
+
+
+def server_line(results: dict[tuple[str, int], dict[str, Any]], copies: tuple[int, int]) -> None:
     small, large = results[("server", copies[0])], results[("server", copies[1])]
     growth = large["peak"] / small["peak"]
     label = f"peak, server mode, {large['chunks']} vs {small['chunks']} chunks"
     print(line(label, f"{large['peak']:.0f} MB", f"{small['peak']:.0f} MB", f"≤ {MEMORY_GOAL}×",
                growth <= MEMORY_GOAL) + f"  ({growth:.2f}×)")  # fmt: skip
+
+
+def embedded_line(results: dict[tuple[str, int], dict[str, Any]], copies: tuple[int, int]) -> None:
     small, large = results[("embedded", copies[0])], results[("embedded", copies[1])]
     per_chunk = (large["peak"] - small["peak"]) * 1024 / (large["chunks"] - small["chunks"])
     print(line(f"peak, embedded, {large['chunks']} vs {small['chunks']} chunks", f"{large['peak']:.0f} MB",
                f"{small['peak']:.0f} MB", "stated", None) + f"  ({large['peak'] / small['peak']:.2f}×, "
           f"{per_chunk:.1f} KB per chunk: the in-process index)")  # fmt: skip
-    return large_home
 
 
 def records(home: Path, count: int) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -159,7 +172,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--small-copies", type=int, default=13, help="copies of the real corpus in the small build")
     parser.add_argument("--factor", type=int, default=10)
-    parser.add_argument("--write", type=int, nargs="+", default=[20_000, 100_000], help="chunks per write test")
+    parser.add_argument("--write", type=int, nargs="*", default=[20_000, 100_000], help="chunks per write test")
+    parser.add_argument("--modes", nargs="+", choices=["server", "embedded"], default=["server", "embedded"])
     parser.add_argument("--reps", type=int, default=2, help="rotations of the four write ways")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
     args = parser.parse_args()
@@ -167,7 +181,7 @@ def main() -> None:
     print(f"{load()}; copies {copies[0]} and {copies[1]} of the real corpus (~{CHUNKS_PER_COPY} chunks each)")
     with embedder(args.embedder) as spec, tempfile.TemporaryDirectory(prefix="zan-bench-scale-") as name:
         tmp = Path(name)
-        home = memory(tmp, copies, spec)
+        home = memory(tmp, copies, spec, args.modes)
         write_ceiling(home, args.write, args.reps, tmp)
     print(load())
 

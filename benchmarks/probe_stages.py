@@ -8,6 +8,7 @@ so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chro
 
     python benchmarks/probe_stages.py 20000 --noop-index
     python benchmarks/probe_stages.py 100000 --chroma-url http://127.0.0.1:8799
+    python benchmarks/probe_stages.py 40 --shaped --noop-index   # 40 copies of the real corpus
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("chunks", type=int)
     parser.add_argument("--noop-index", action="store_true", help="a collection that keeps nothing")
     parser.add_argument("--chroma-url", help="a chroma run server (else the embedded index under the home)")
+    parser.add_argument("--shaped", action="store_true", help="CHUNKS is copies of the real corpus (shaped.py)")
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -74,7 +76,12 @@ def main() -> None:
         indexing.collection_embedder = lambda *_: None
     with tempfile.TemporaryDirectory(prefix="zan-probe-") as name:
         tmp = Path(name)
-        write_corpus(tmp / "corpus", args.chunks)
+        if args.shaped:
+            from shaped import write
+
+            write(tmp / "corpus", args.chunks)
+        else:
+            write_corpus(tmp / "corpus", args.chunks)
         embedder = HashingEmbedder()
         state = stages.begin(tmp / "home", [tmp / "corpus"], None, url, embedder="hash", embedder_id=embedder.id,
                              holder="process")  # fmt: skip
