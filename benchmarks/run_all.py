@@ -1,16 +1,16 @@
 """``make bench``: every benchmark at one size, each figure beside its baseline from the same run and its goal.
 
-    python benchmarks/run_all.py              # the default size (under 15 minutes on 2 cores)
+    python benchmarks/run_all.py              # the default size (about 50 minutes on 2 cores, model vectors cached)
     python benchmarks/run_all.py --size tiny  # what CI runs so the suite never rots (no timing is asserted)
 
-Sections: extraction MB/s against libxml2 parsing alone; the full build against a raw Chroma upsert of the
-same records, and unchanged / metadata-only re-runs against the full build; zan against LangChain's indexing
-API (skipped, with the reason, when it is not installed); filtered fetch against Chroma's ``query(where)``,
-parse + resolve latency and ``Lookup.open`` at two registry sizes; peak memory of a full build at two corpus
-sizes 10× apart; the embed stage with the real model against the raw model and on 2 workers against 1, the
-BM25 build, fused plain-words lookups against a bare Chroma query. The summary lists every goal with pass or FAIL;
-at the tiny size the verdicts are printed
-but mean nothing (the sizes are too small to time), and the exit status only says whether every benchmark ran.
+Sections: extraction MB/s against libxml2 parsing alone; on copies of the real acts with the real model's
+vectors (``shaped.py``, ``e5_service.py``): fetch inside documents of 2 to 5 000 chunks against Chroma's
+``query(where)``, peak memory at ~14k and ~140k chunks (server and embedded), the write path against a raw
+upsert at 1 000 and at Chroma's maximum batch, zan against LangChain's indexing API (full, unchanged,
+metadata-only, 1 % edits); re-run ratios; parse + resolve latency and ``Lookup.open``; the embed stage with the
+real model, the BM25 build, fused plain-words lookups; how fast the CLI starts on the real corpus's home. The
+summary lists every goal with pass or FAIL; at the tiny size (hashed vectors, no model) the verdicts are
+printed but mean nothing, and the exit status only says whether every benchmark ran.
 """
 
 from __future__ import annotations
