@@ -25,9 +25,10 @@ from schemas.errors import TransientError, ZanError
 from vectors.embed import Embedder
 
 COLLECTION = "zan_chunks"
-BATCH = 1000  # records per Chroma call, measured against the client's get_max_batch_size() (5 461), embedded:
-# upserting 20k chunks 28 s / 723 MB against 31 s / 960 MB; a raw upsert of 100k records 235.5 s against
-# 244.9 s; metadata-only updates of 20k records' two changed keys 3.5-5.2 s against 5.4-5.9 s
+BATCH = 1000  # records per Chroma call, measured against the client's get_max_batch_size() (5 461), embedded,
+# 384-d e5 vectors of real-shaped chunks (benchmarks/bench_scale.py, rotated 2x): zan's write path at 1 000
+# 48.7 s for 20 000 records against 55.9 s at 5 461 (and a raw upsert's best, at 5 461, 54.6 s); metadata-only
+# updates of 20k records' two changed keys 3.5-5.2 s against 5.4-5.9 s
 
 
 class Collection(Protocol):
