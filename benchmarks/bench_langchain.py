@@ -109,7 +109,7 @@ def edit_text(corpus: Path, every: int = 100) -> int:
         if count[0] % every:
             return m[0]
         edited += 1
-        return f"{m[1]}{m[2]} (уточнено){m[3]}"
+        return f"{m[1]}{m[2]} (уточнено 001){m[3]}"  # a mark e5_service knows: no model time for either side
 
     for page in sorted(corpus.glob("adilet/*/*.html")):
         text = page.read_text("utf-8")

@@ -35,7 +35,7 @@ CORPUS = Path(__import__("os").environ.get("ZAN_SHARED_CORPUS", ROOT.parent / "s
 SAMPLE = ROOT / "data" / "sample"
 
 MARK = {"rus": "(копия {c:03d})", "kaz": "(көшірме {c:03d})"}  # one width: chunks split alike in every copy
-MARK_RE = re.compile(r" \((?:копия|көшірме) \d+\)")  # what e5_service strips to find the real text's vector
+MARK_RE = re.compile(r" \((?:копия|көшірме|уточнено) \d+\)")  # what e5_service strips to find the real text's vector
 _HEADING = re.compile(
     r"^\s*(?:Статья|Глава|Раздел|Параграф|Приложение|ГЛАВА|РАЗДЕЛ|\d+(?:-\d+)?-(?:бап|тарау|бөлім|параграф))\b"
 )

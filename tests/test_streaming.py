@@ -115,7 +115,7 @@ def test_a_scoped_run_merges_carried_documents_in_chunk_id_order(tmp_path: Path)
 @pytest.mark.slow
 def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run_all.py"), "--size", "tiny"],
-                          capture_output=True, text=True, timeout=900)  # fmt: skip
+                          capture_output=True, text=True, timeout=1500)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = done.stdout[done.stdout.index("== summary") :]
     for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_fetch.py", "bench_scale.py",
