@@ -22,6 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+import shaped  # noqa: E402
 from common import load, spread  # noqa: E402
 
 GOALS = {"help": 0.3, "lookup": 1.5, "refusal": 1.5}
@@ -74,7 +75,7 @@ def main() -> None:
         from runs.pipeline import run
 
         home = Path(tempfile.mkdtemp(prefix="zan-bench-cli-"))
-        sources = [p for p in (ROOT.parent / "shared" / "corpus", ROOT / "data" / "sample") if p.is_dir()]
+        sources = [p for p in (shaped.CORPUS, ROOT / "data" / "sample") if p.is_dir()]
         info = run(sources, home)
         print(f"home: {', '.join(str(s) for s in sources)}: {info.documents} documents, {info.chunks} chunks")
     commands = {

@@ -35,6 +35,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import shaped  # noqa: E402
 from common import embedder, line, spread, zan_run  # noqa: E402
 
 QUESTIONS = [
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="a home built before by this script (kept with --keep)")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
     args = parser.parse_args()
+    shaped.require_corpus()
 
     from lookup.chunks import doc_filter
     from lookup.route import Lookup

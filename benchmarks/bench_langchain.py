@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import shaped  # noqa: E402
 from common import embedder, line, load, zan_run  # noqa: E402
 
 STEPS = ("full build", "unchanged re-run", "metadata-only re-run", "1 % text edits")
@@ -127,6 +128,7 @@ def main() -> None:
     parser.add_argument("--copies", type=int, default=18, help="copies of the real corpus (about 1 100 chunks each)")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
     args = parser.parse_args()
+    shaped.require_corpus()
     try:
         import langchain_chroma  # noqa: F401
         import langchain_classic.indexes  # noqa: F401

@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
+import shaped  # noqa: E402
 from common import chroma_server, embedder, line, load, peak_rss_mb, spread, zan_run  # noqa: E402
 
 MEMORY_GOAL = 1.15
@@ -177,6 +178,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=2, help="rotations of the four write ways")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
     args = parser.parse_args()
+    shaped.require_corpus()
     copies = (args.small_copies, args.small_copies * args.factor)
     print(f"{load()}; copies {copies[0]} and {copies[1]} of the real corpus (~{CHUNKS_PER_COPY} chunks each)")
     with embedder(args.embedder) as spec, tempfile.TemporaryDirectory(prefix="zan-bench-scale-") as name:

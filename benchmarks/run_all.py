@@ -78,7 +78,9 @@ def main() -> int:
         if done.returncode != 0:
             print(done.stderr[-3000:], file=sys.stderr)
             failed.append(f"{script} exited {done.returncode}")
-        goals += [f"{script}: {ln.strip()}" for ln in done.stdout.splitlines() if "goal" in ln]
+        goals += [
+            f"{script}: {ln.strip()}" for ln in done.stdout.splitlines() if "goal" in ln or ln.startswith("skipped:")
+        ]
         print(f"   ({time.perf_counter() - t0:.0f} s)", flush=True)
     total = time.perf_counter() - started
     print(f"\n== summary ({args.size} size, {total:.0f} s)")

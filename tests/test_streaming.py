@@ -17,7 +17,7 @@ from extractors.discover import extract_file
 from runs.build import chunk_order, merge_sorted
 from runs.documents import DocumentStore, DocumentWriter
 from schemas.published import published_file
-from tests.conftest import ROOT, SAMPLE, corpus_file
+from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
 
 
 def _tables(keys: list[str], rng: random.Random) -> list[pa.Table]:
@@ -121,15 +121,20 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_fetch.py", "bench_scale.py",
                     "bench_langchain.py"):  # fmt: skip
         assert f"{section}: " in summary and "goal" in summary, section
-    for figure in (
+    shaped = (
         "fetch ",
         "article-bound",
         "peak, server mode",
         "peak, embedded",
         "write 500 chunks",
         "zan 1 % text edits",
-    ):
-        assert figure in summary, figure
+    )
+    if (CORPUS / "adilet").is_dir():
+        for figure in shaped:
+            assert figure in summary, figure
+    else:  # a clean clone without ../shared: the real-shaped sections say why they did not run
+        for section in ("bench_fetch.py", "bench_scale.py", "bench_langchain.py"):
+            assert f"{section}: skipped: no real documents under" in summary, section
     million = done.stdout[done.stdout.index("== bench_million.py") : done.stdout.index("== summary")]
     assert "status published" in million and "peak RSS: zan" in million
     assert "not_found" in million and "exact" in million  # the refusal, then the one law named by its id
