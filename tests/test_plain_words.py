@@ -119,25 +119,47 @@ def test_e5_with_fusion_finds_the_answer_in_the_top_5_for_nine_questions_in_ten(
     assert report["wrong_document"] == 0
 
 
-def test_the_lexical_index_is_built_from_compact_token_ids_as_it_was_from_lists(tmp_path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    """bm25s is handed each chunk's token ids as it reads them (not every chunk's as Python lists at once: that
-    was ~1 GB at 146 000 chunks); the index it builds is the same, array for array."""
-    import numpy as np
+@pytest.mark.parametrize("block", [None, 97])
+def test_the_out_of_core_bm25_index_is_the_one_bm25s_builds(tmp_path, monkeypatch, block) -> None:  # type: ignore[no-untyped-def]
+    """The index is written column block by column block from spill files (vectors.bm25), not built in memory
+    by bm25s (~2 KB a chunk); it is bm25s's own index of the same terms, array for array, and scores alike.
+    A block of 97 entries and reads of 101 make the bundled corpus take ~20 blocks of ~18 reads each."""
+    import json
 
-    import vectors.lexical as lexical
+    import bm25s
+    import numpy as np
+    import pyarrow.parquet as pq
+    from bm25s.tokenization import Tokenized
+
+    import vectors.bm25
     from runs.pipeline import run
     from schemas.published import published_file
     from tests.conftest import SAMPLE
+    from vectors.lexical import LexicalIndex, build_lexical, terms
 
+    if block:
+        monkeypatch.setattr(vectors.bm25, "BLOCK", block)
+        monkeypatch.setattr(vectors.bm25, "READ", 101)
     home = tmp_path / "home"
     run([SAMPLE], home)
     chunks = published_file(home, "enriched_chunks.parquet")
-    lexical.build_lexical(chunks, tmp_path / "compact")
-    monkeypatch.setattr(lexical, "_AsLists", lambda ids: [a.tolist() for a in ids])
-    lexical.build_lexical(chunks, tmp_path / "lists")
+    assert build_lexical(chunks, tmp_path / "ours") == pq.read_metadata(chunks).num_rows
+    table = pq.read_table(chunks, columns=["text", "language"]).to_pylist()
+    assert {row["language"] for row in table} >= {"rus", "kaz"}
+    vocab: dict[str, int] = {}
+    ids = [[vocab.setdefault(t, len(vocab)) for t in terms(row["text"] or "", row["language"])] for row in table]
+    reference = bm25s.BM25()
+    reference.index(Tokenized(ids=ids, vocab=vocab), show_progress=False)
+    reference.save(str(tmp_path / "bm25s"), show_progress=False)
     for name in ("data.csc.index.npy", "indices.csc.index.npy", "indptr.csc.index.npy"):
-        compact, lists = np.load(tmp_path / "compact" / name), np.load(tmp_path / "lists" / name)
-        assert len(compact) > 50 and np.array_equal(compact, lists), name
-    assert (tmp_path / "compact" / "vocab.index.json").read_text() == (
-        tmp_path / "lists" / "vocab.index.json"
-    ).read_text()
+        ours, theirs = np.load(tmp_path / "ours" / name), np.load(tmp_path / "bm25s" / name)
+        assert len(ours) > 500 and ours.dtype == theirs.dtype and np.array_equal(ours, theirs), name
+    saved = json.loads((tmp_path / "ours" / "vocab.index.json").read_text())
+    assert saved == json.loads((tmp_path / "bm25s" / "vocab.index.json").read_text()) and len(saved) > 500
+    ours_index, theirs_index = LexicalIndex(tmp_path / "ours"), LexicalIndex(tmp_path / "bm25s")
+    assert ours_index.size == theirs_index.size == len(table)
+    questions = ("охрана труда работодателя", "еңбекті қорғау", "сверхурочная работа", "уволить беременную", "xyzzy")
+    answers = {question: ours_index.top(question, 5) for question in questions}
+    assert answers == {question: theirs_index.top(question, 5) for question in questions}
+    assert answers["охрана труда работодателя"] and answers["еңбекті қорғау"] and not answers["xyzzy"]
+    assert not list((tmp_path / "ours").glob(".spill*"))

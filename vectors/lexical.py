@@ -21,9 +21,8 @@ import functools
 import os
 import re
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
-from typing import overload
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -90,52 +89,28 @@ BATCH = 4_096
 def build_lexical(enriched: Path, out: Path) -> int:
     """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
     (:mod:`vectors.texts`) written to ``out`` (replaced whole, via a temporary folder); returns the number of
-    chunks."""
-    import bm25s
-    from bm25s.tokenization import Tokenized
+    chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus."""
+    from vectors.bm25 import Bm25Writer
 
     vocab: dict[str, int] = {}
-    ids: list[np.ndarray] = []
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     texts = TextWriter(tmp)  # the same stream, kept for answers (vectors.texts)
+    index = Bm25Writer(tmp)
     reader = pq.ParquetFile(enriched, pre_buffer=False)
     for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language"]):
         for text, language in zip(batch.column("text").to_pylist(), batch.column("language").to_pylist(), strict=True):
             found = terms(text or "", language)
-            ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in found), dtype=np.int32, count=len(found)))
+            index.add(np.fromiter((vocab.setdefault(t, len(vocab)) for t in found), dtype=np.int32, count=len(found)))
             texts.add(text or "")
     texts.close()
-    retriever = bm25s.BM25()
-    if ids:
-        retriever.index(Tokenized(ids=_AsLists(ids), vocab=vocab), show_progress=False)  # type: ignore[arg-type]
-        retriever.save(str(tmp), show_progress=False)
+    if index.chunks:
+        index.close(vocab)
+    else:
+        index.discard()
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
-    return len(ids)
-
-
-class _AsLists(Sequence[list[int]]):
-    """Each chunk's token ids as the list bm25s reads, made when it reads it. Handing it every list at once
-    held ~36 bytes per token as Python ints (~1 GB at 146 000 chunks: the run's peak grew 4× from 14k to 146k
-    chunks); the int32 arrays hold 4."""
-
-    def __init__(self, arrays: list[np.ndarray]) -> None:
-        self.arrays = arrays
-
-    def __len__(self) -> int:
-        return len(self.arrays)
-
-    @overload
-    def __getitem__(self, index: int) -> list[int]: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[list[int]]: ...
-
-    def __getitem__(self, index: int | slice) -> list[int] | list[list[int]]:
-        if isinstance(index, slice):
-            return [a.tolist() for a in self.arrays[index]]
-        return list(self.arrays[index].tolist())
+    return index.chunks
 
 
 class LexicalIndex:
