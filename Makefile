@@ -9,7 +9,7 @@ export UV_PYTHON_DOWNLOADS := never
 # chromadb's sources again (~0.8 s of a lookup), and PYTHONDONTWRITEBYTECODE keeps it from caching them.
 export UV_COMPILE_BYTECODE := 1
 
-.PHONY: run test test-deploy deploy-deps secrets requirements test-fast lint check setup sample clean bench bench-tiny bench-cli
+.PHONY: run test test-deploy browser-deps deploy-deps secrets requirements test-fast lint check setup sample clean bench bench-tiny bench-cli
 
 .tools/bin/uv:
 	python3 -m venv .tools
@@ -25,6 +25,10 @@ run: setup  ## extract, build the registry, enrich and index the bundled corpus 
 
 test: setup  ## the test suite (the same command CI runs); the deployment test is `make test-deploy`
 	$(UV) run pytest -q -m "not deploy"
+
+browser-deps:  ## Debian's Chromium and its driver: the pages' real-browser test (no browser download)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium chromium-driver; }
 
 deploy-deps:  ## Debian's PostgreSQL, Redis and nginx (the native stack, Chroma's token proxy), docker-compose
 	@if ! ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || ! command -v redis-server >/dev/null \
@@ -58,7 +62,7 @@ bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), wi
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy
+	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy serve
 
 check: test lint
 

@@ -11,7 +11,7 @@ import sys
 
 import typer
 
-from cli import adopt, fetch, lookup, query, run
+from cli import adopt, fetch, lookup, query, run, serve
 
 app = typer.Typer(
     name="zan",
@@ -29,6 +29,7 @@ app.command("sql")(query.sql_command)
 app.command("lookup")(lookup.lookup_command)
 app.command("eval")(lookup.eval_command)
 app.command("audit")(query.audit_command)
+app.command("serve")(serve.serve_command)
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ chunk id order (written before the streamed merge) is read whole on first use, a
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -29,6 +30,7 @@ class PublishedChunks(Mapping[str, str]):
         self._file = pq.ParquetFile(path, pre_buffer=False)
         self._firsts = first_ids(self._file)  # None: not in chunk id order, read whole
         self._groups: OrderedDict[int, dict[str, str]] = OrderedDict()
+        self._lock = threading.Lock()  # one reader serves many threads (zan serve)
 
     def __getitem__(self, chunk_id: str) -> str:
         value = self._group(self._where(chunk_id)).get(chunk_id)
@@ -50,14 +52,15 @@ class PublishedChunks(Mapping[str, str]):
         return max(0, bisect.bisect_right(self._firsts, chunk_id) - 1)
 
     def _group(self, group: int) -> dict[str, str]:
-        if group in self._groups:
-            self._groups.move_to_end(group)
-            return self._groups[group]
-        rows = self._read(group)
-        self._groups[group] = rows
-        while len(self._groups) > GROUPS_KEPT:
-            self._groups.popitem(last=False)
-        return rows
+        with self._lock:
+            if group in self._groups:
+                self._groups.move_to_end(group)
+                return self._groups[group]
+            rows = self._read(group)
+            self._groups[group] = rows
+            while len(self._groups) > GROUPS_KEPT:
+                self._groups.popitem(last=False)
+            return rows
 
     def _read(self, group: int) -> dict[str, str]:
         columns = ["chunk_id", "text_hash"]

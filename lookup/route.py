@@ -149,6 +149,23 @@ class Lookup:
                 self._snapshot = self._checked(Snapshot.open(self.home, self.max_candidates))
             return self._snapshot
 
+    def held(self) -> Snapshot:
+        """The version held now, without looking at ``CURRENT`` (a server answers from it while
+        :meth:`refresh` opens the next one in the background)."""
+        return self._snapshot
+
+    def refresh(self) -> bool:
+        """Open the version ``CURRENT`` names if it is not the one held, then swap it in (one assignment:
+        a question asked meanwhile is answered whole from the version it started on). The opening happens
+        outside the lock, so questions never wait for it. True when the version changed."""
+        if self._snapshot.is_current():
+            return False
+        fresh = self._checked(Snapshot.open(self.home, self.max_candidates))
+        with self._lock:
+            changed = fresh.version != self._snapshot.version
+            self._snapshot = fresh
+        return changed
+
     def _checked(self, snapshot: Snapshot) -> Snapshot:
         if snapshot.embedder is not None:
             _same_embedder(snapshot.embedder, self.embedder_id, f"version {snapshot.version}")
@@ -241,14 +258,16 @@ class Lookup:
         return [row_chunk(row, text, score, "lexical", lexical=score)
                 for row, text, (_, score) in zip(rows.to_pylist(), texts, found, strict=True)]  # fmt: skip
 
-    def route(self, query: str, k_per_doc: int = 5, k: int = 10) -> RouteResult:
+    def route(self, query: str, k_per_doc: int = 5, k: int = 10, snapshot: Snapshot | None = None) -> RouteResult:
         """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first), all from the
-        version published when it was asked; the answer names that version."""
+        version published when it was asked (or from ``snapshot``); the answer names that version."""
         query = clean_query(query)
-        snap = self.snapshot()
+        snap = snapshot or self.snapshot()
         try:
             return self._route(snap, query, k_per_doc, k)
         except FileNotFoundError:  # the version was pruned under a long question: answer from the current one
+            if snapshot is not None:
+                self.refresh()
             return self._route(self.snapshot(), query, k_per_doc, k)
 
     def _route(self, snap: Snapshot, query: str, k_per_doc: int, k: int) -> RouteResult:

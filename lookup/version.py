@@ -14,10 +14,12 @@ agree, an ``exact`` answer always has chunks, and a reader kept open across publ
 from __future__ import annotations
 
 import bisect
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +60,7 @@ class VersionChunks:
         meta = self.file.metadata
         self.starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
         self._docs: OrderedDict[str, pa.Table] = OrderedDict()
+        self._lock = threading.RLock()  # one reader serves many threads (zan serve): the cache and the file
         texts = TextFile.open(path.parent / LEXICAL)  # None: a version written before (texts from parquet)
         self.text_file = texts if texts is not None and texts.size == meta.num_rows else None
 
@@ -107,6 +110,10 @@ class VersionChunks:
         return out
 
     def _doc(self, doc_id: str) -> pa.Table:
+        with self._lock:
+            return self._doc_locked(doc_id)
+
+    def _doc_locked(self, doc_id: str) -> pa.Table:
         if doc_id in self._docs:
             self._docs.move_to_end(doc_id)
             return self._docs[doc_id]
@@ -128,8 +135,13 @@ class VersionChunks:
             self._docs.popitem(last=False)
         return found
 
+    def read_group(self, group: int, columns: list[str]) -> pa.Table:
+        """Columns of one row group (a ``_group`` of :meth:`rows`): what a page shows of a few chunks."""
+        return self._read(group, columns)
+
     def _read(self, group: int, columns: list[str]) -> pa.Table:
-        return self.file.read_row_group(group, columns=columns)
+        with self._lock:
+            return self.file.read_row_group(group, columns=columns)
 
     def _empty(self) -> pa.Table:
         schema = self.file.schema_arrow
@@ -176,6 +188,7 @@ class Snapshot:
     chunks: VersionChunks | None
     published: PublishedChunks | None
     lexical: LexicalIndex | None = None  # None: a version built before lexical indexes
+    views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived once per version
 
     @classmethod
     def open(cls, home: Path, max_candidates: int = MAX_CANDIDATES) -> Snapshot:

@@ -18,9 +18,19 @@ from runs.pipeline import RunOptions, run
 from runs.state import RunStatus
 from tests.conftest import ROOT, SAMPLE, free_port
 
-PACKAGES = ("cli", "dags", "lookup", "runs", "vectors", "enrich", "extractors", "schemas")
+PACKAGES = ("cli", "dags", "serve", "lookup", "runs", "vectors", "enrich", "extractors", "schemas")
 # Floors from top to ground (STYLE.md): a package imports only packages below it.
-FLOORS = {"cli": 7, "dags": 7, "lookup": 5, "runs": 5, "vectors": 4, "enrich": 3, "extractors": 2, "schemas": 1}
+FLOORS = {
+    "cli": 7,
+    "dags": 7,
+    "serve": 6,
+    "lookup": 5,
+    "runs": 5,
+    "vectors": 4,
+    "enrich": 3,
+    "extractors": 2,
+    "schemas": 1,
+}
 HEAVY = ("chromadb", "duckdb", "pyarrow", "numpy", "pypdf", "lxml", "httpx")
 
 

@@ -1,0 +1,203 @@
+"""``zan serve``: the lookup API Lumi calls and the registry browser people use, one ASGI app.
+
+Why FastAPI (on Starlette, served by uvicorn): the API's contract is published as a generated OpenAPI
+schema (``/openapi.json``) with the parameters' bounds in it, request parameters are validated before any
+code of ours runs, and it is already in the deployment's lock (Airflow 3's API server runs on it); the pages
+are Jinja2 templates rendered on the server, with everything served from this package (no CDN).
+
+How it holds up under load and across publishes:
+
+- One :class:`~lookup.route.Lookup` for the process: the registry index, the lineage, the lexical index and
+  the chunk file are opened once per version, the Chroma client once.
+- Every request takes the version held at its start (:meth:`Lookup.held`) and answers wholly from it; its
+  answer names that version (``version`` in the JSON, ``X-Zan-Version`` on every response).
+- A watcher thread polls ``CURRENT`` (:data:`POLL_SECONDS`); when a run publishes or a rollback republishes,
+  it opens the new version in the background and swaps it in with one assignment (:meth:`Lookup.refresh`).
+  Requests in flight finish on the version they started on; none waits for the opening.
+- Blocking work (parsing, ranking, embedding, reading parquet) runs in a bounded pool (``workers``
+  threads); inputs are bounded as the CLI bounds them (:func:`lookup.route.clean_query`).
+
+Security: read-only (no endpoint writes, no SQL), loopback by default, and a bearer token (``ZAN_SERVE_TOKEN``)
+that every request but ``/healthz`` must carry; binding anywhere but loopback without one is refused. No
+request parameter reaches the filesystem: a doc_id, an article or a run id is looked up among the version's
+own keys, never joined to a path.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+import time
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import anyio
+from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+
+from lookup.errors import LookupProblem
+from lookup.route import MAX_QUERY_CHARS, Lookup
+from lookup.version import Snapshot
+from runs.history import MAX_RUNS
+from serve import pages
+from serve.metrics import Metrics
+from serve.served import ServeConfig, Served
+from serve.views import MAX_PAGE, article, document, search_documents
+
+HERE = Path(__file__).resolve().parent
+TOKEN_ENV = "ZAN_SERVE_TOKEN"
+MAX_K_PER_DOC = 100
+T = TypeVar("T")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse to serve beyond this machine without a token."""
+    if not is_loopback(host) and not token:
+        raise ValueError(f"zan serve binds {host}, beyond loopback: set {TOKEN_ENV} so every request needs a token")
+
+
+def create_app(config: ServeConfig) -> FastAPI:
+    metrics = Metrics()
+    served = Served(config, metrics)
+    limiter = anyio.CapacityLimiter(max(1, config.workers))
+    templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+    async def blocking(call: Callable[..., T], *args: Any) -> T:
+        return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        served.start()
+        try:
+            yield
+        finally:
+            served.stop()
+
+    app = FastAPI(
+        title="zan",
+        summary="Identifier-aware lookup over the published registry, and the registry browser.",
+        version="1",
+        lifespan=lifespan,
+    )
+    app.state.served = served
+    app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+
+    @app.middleware("http")
+    async def guard_and_measure(request: Request, call_next: Callable[[Request], Any]) -> Response:
+        started = time.perf_counter()
+        if config.token and request.url.path != "/healthz" and not _authorised(request, config.token):
+            response: Response = JSONResponse({"detail": "a bearer token is required"}, status_code=401,
+                                              headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        else:
+            response = await call_next(request)
+        route = request.scope.get("route")
+        name = getattr(route, "path", "unmatched")
+        metrics.observe(name, response.status_code, time.perf_counter() - started)
+        if served.lookup is not None and "x-zan-version" not in response.headers:
+            response.headers["X-Zan-Version"] = str(served.lookup.held().version)
+        return response
+
+    # --- the API ----------------------------------------------------------------------------------------
+
+    @app.get("/api/lookup", tags=["api"], summary="Resolve a question's identifiers, fetch only their chunks")
+    async def api_lookup(
+        q: Annotated[str, Query(min_length=1, max_length=4 * MAX_QUERY_CHARS, description="The question.")],
+        k_per_doc: Annotated[int, Query(ge=1, le=MAX_K_PER_DOC, description="Chunks per matched document.")] = 5,
+    ) -> JSONResponse:
+        """The same JSON as `zan lookup --json`: status, identifiers, matches, chunks, hint, version."""
+        lookup, snap = served.snapshot()
+        result = await blocking(_answer, lookup, snap, q, k_per_doc)
+        return JSONResponse(result, headers={"X-Zan-Version": str(result["version"])})
+
+    @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time")
+    async def api_documents(
+        q: Annotated[str, Query(max_length=200)] = "",
+        doc_type: Annotated[str, Query(max_length=200)] = "",
+        issuer: Annotated[str, Query(max_length=200)] = "",
+        status: Annotated[str, Query(max_length=200)] = "",
+        page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    ) -> JSONResponse:
+        _, snap = served.snapshot()
+        found = await blocking(search_documents, snap, q, doc_type, issuer, status, page)
+        return JSONResponse(found)
+
+    @app.get("/api/documents/{doc_id}", tags=["api"], summary="One document: requisites, status, articles, lineage")
+    async def api_document(doc_id: str) -> JSONResponse:
+        _, snap = served.snapshot()
+        found = await blocking(document, snap, doc_id[:200], served.history)
+        if found is None:
+            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
+        return JSONResponse(found)
+
+    @app.get("/api/documents/{doc_id}/articles/{label}", tags=["api"], summary="One article with notes, lineage")
+    async def api_article(doc_id: str, label: str) -> JSONResponse:
+        _, snap = served.snapshot()
+        found = await blocking(article, snap, doc_id[:200], label[:50])
+        if found is None:
+            raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
+        return JSONResponse(found)
+
+    @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects")
+    async def api_runs(limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50) -> JSONResponse:
+        runs = await blocking(served.history.runs, limit)
+        current = served.lookup.held().version if served.lookup else None
+        return JSONResponse({"current_version": current, "runs": [r.as_dict() for r in runs]})
+
+    @app.get("/healthz", tags=["operations"], summary="The version served; 503 while none can be")
+    async def healthz() -> JSONResponse:
+        if served.lookup is None:
+            return JSONResponse({"status": "unavailable", "reason": served.problem}, status_code=503)
+        body: dict[str, Any] = {"status": "ok", "version": served.lookup.held().version}
+        if served.problem:
+            body["warning"] = served.problem
+        return JSONResponse(body)
+
+    @app.get("/metrics", tags=["operations"], summary="Prometheus text format")
+    async def prometheus() -> Response:
+        body, content_type = metrics.render()
+        return PlainTextResponse(body, media_type=content_type)
+
+    # --- the pages --------------------------------------------------------------------------------------
+
+    pages.register(app, served, templates, blocking)
+
+    @app.exception_handler(LookupProblem)
+    async def lookup_problem(request: Request, exc: LookupProblem) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    @app.exception_handler(ValueError)
+    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
+        return JSONResponse({"detail": str(exc)}, status_code=400)
+
+    return app
+
+
+def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int) -> dict[str, Any]:
+    return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap).as_dict()
+
+
+def _authorised(request: Request, token: str) -> bool:
+    header = request.headers.get("authorization", "")
+    scheme, _, given = header.partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8787) -> None:
+    """Run the app on uvicorn until interrupted."""
+    import uvicorn
+
+    check_binding(host, config.token)
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)

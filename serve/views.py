@@ -1,0 +1,200 @@
+"""What the server shows of one published version: the document list, a document, an article.
+
+Built from the :class:`~lookup.version.Snapshot` a request answers from (its registry, lineage and chunk
+file), so a page never mixes versions either. The registry's full rows (requisites the lookup index does not
+keep) are read once per version and kept with it (:func:`documents_of`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lookup.grammar import parse
+from lookup.lineage import Change
+from lookup.version import Narrowing, Snapshot
+from runs.history import RunHistory
+from schemas.identifiers import article_order
+
+PAGE_SIZE = 50
+MAX_PAGE = 10_000
+MAX_FILTER_CHARS = 200
+REQUISITES = ("doc_id", "doc_title", "doc_type", "adilet_id", "issuer", "issuer_full", "order_number", "law_zrk",
+              "date_approved", "registration_number", "registration_date", "jurisdiction", "status", "language",
+              "languages", "source_url", "intl_org", "intl_section", "aliases", "repealed_by", "repealed_on",
+              "replaced_by", "amends")  # fmt: skip
+
+
+@dataclass
+class Documents:
+    """One version's registry rows by doc_id, and its lineage by changed document."""
+
+    rows: dict[str, dict[str, Any]]
+    changes_of: dict[str, list[Change]]  # doc_id → every change a note records of it
+
+
+_views_lock = threading.Lock()
+
+
+def documents_of(snap: Snapshot) -> Documents:
+    """The version's :class:`Documents`, read on first use and kept while the snapshot lives."""
+    with _views_lock:
+        found = snap.views.get("documents")
+        if found is None:
+            path = snap.folder / "registry.parquet"
+            names = [n for n in REQUISITES if n in pq.read_schema(path).names]
+            rows = {r["doc_id"]: r for r in pq.read_table(path, columns=names).to_pylist()}
+            changes: dict[str, list[Change]] = defaultdict(list)
+            for (doc_id, _), found_changes in snap.lineage.by_article.items():
+                changes[doc_id] += found_changes
+            found = snap.views["documents"] = Documents(rows, dict(changes))
+        assert isinstance(found, Documents)
+        return found
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    return value
+
+
+def bounded(value: str | None, what: str) -> str:
+    value = (value or "").strip()
+    if len(value) > MAX_FILTER_CHARS:
+        raise ValueError(f"{what} is {len(value)} characters long; the limit is {MAX_FILTER_CHARS}")
+    return value
+
+
+def search_documents(
+    snap: Snapshot, q: str = "", doc_type: str = "", issuer: str = "", status: str = "", page: int = 1
+) -> dict[str, Any]:
+    """Registry rows matching every filter given, a page of :data:`PAGE_SIZE`. ``q``: the documents its
+    identifiers resolve to (the lookup's own resolution: «приказ 211» lists the three orders numbered 211),
+    else the documents whose title, doc_id, adilet id or an alias contains it (case-folded)."""
+    q, doc_type, issuer, status = (bounded(v, n) for v, n in ((q, "q"), (doc_type, "doc_type"), (issuer, "issuer"),
+                                                               (status, "status")))  # fmt: skip
+    if not 1 <= page <= MAX_PAGE:
+        raise ValueError(f"page must be between 1 and {MAX_PAGE}")
+    docs = documents_of(snap).rows
+    if q:
+        identifiers = parse(q)
+        matched = [d for m in snap.registry.resolve(identifiers) for d in m.doc_ids] if identifiers else []
+        if matched:
+            ids = list(dict.fromkeys(matched))
+        else:
+            needle = q.casefold()
+            ids = [d for d, row in docs.items() if needle in _haystack(row)]
+    else:
+        ids = sorted(docs)
+    rows = [docs[d] for d in ids if d in docs]
+    if doc_type:
+        rows = [r for r in rows if (r.get("doc_type") or "") == doc_type]
+    if issuer:
+        rows = [r for r in rows if issuer.casefold() in (r.get("issuer") or "").casefold()]
+    if status:
+        rows = [r for r in rows if (r.get("status") or "") == status]
+    start = (page - 1) * PAGE_SIZE
+    return {
+        "version": snap.version,
+        "q": q,
+        "total": len(rows),
+        "page": page,
+        "page_size": PAGE_SIZE,
+        "documents": [_brief(r) for r in rows[start : start + PAGE_SIZE]],
+        "doc_types": sorted({r.get("doc_type") or "" for r in docs.values()} - {""}),
+        "statuses": sorted({r.get("status") or "" for r in docs.values()} - {""}),
+    }
+
+
+def _haystack(row: dict[str, Any]) -> str:
+    parts = [row.get("doc_title"), row.get("doc_id"), row.get("adilet_id"), *(row.get("aliases") or [])]
+    return " | ".join(p for p in parts if p).casefold()
+
+
+def _brief(row: dict[str, Any]) -> dict[str, Any]:
+    keys = ("doc_id", "doc_title", "doc_type", "adilet_id", "issuer", "order_number", "law_zrk", "date_approved",
+            "status", "repealed_by", "replaced_by")  # fmt: skip
+    return {k: _json(row.get(k)) for k in keys}
+
+
+def document(snap: Snapshot, doc_id: str, history: RunHistory) -> dict[str, Any] | None:
+    """A document's requisites, status (and what repealed or replaced it), its articles with their current
+    edition, the changes notes record of it, what it changed in other acts, and the versions it changed in.
+    None when the version holds no such document."""
+    docs = documents_of(snap)
+    row = docs.rows.get(doc_id)
+    info = snap.registry.docs.get(doc_id)
+    if row is None or info is None:
+        return None
+    articles = []
+    for label in sorted(info.article_labels, key=article_order):
+        edition = snap.lineage.edition(doc_id, label)
+        articles.append({"article": label, "last_change": edition.as_dict() if edition else None})
+    changed_by = sorted(docs.changes_of.get(doc_id, []), key=lambda c: (article_order(c.article), c.by_date or
+                                                                         dt.date.min))  # fmt: skip
+    made: list[Change] = []
+    for number in _own_numbers(row):
+        made += snap.lineage.changed_by(number)
+    replaces = sorted(d for d, other in docs.rows.items() if other.get("replaced_by") == doc_id)
+    return {
+        "version": snap.version,
+        "document": _json(row),
+        "articles": articles,
+        "changed_by": [c.as_dict() for c in changed_by],
+        "changes_made": [c.as_dict() for c in made],
+        "replaces": replaces,
+        "versions": history.versions_changed(doc_id),
+    }
+
+
+def _own_numbers(row: dict[str, Any]) -> list[str]:
+    """The numbers amending notes cite this act by (canonical: 321-VI, 211), from its law or order number."""
+    out = []
+    for value in (row.get("law_zrk"), row.get("order_number")):
+        if value:
+            out.append(str(value).replace("ЗРК", "").strip())
+    return list(dict.fromkeys(out))
+
+
+def article(snap: Snapshot, doc_id: str, label: str) -> dict[str, Any] | None:
+    """One article of a document: its chunks (heading, text, editorial notes) in order, its current edition
+    and every change the notes record. None when the document or the article is not in the version."""
+    info = snap.registry.docs.get(doc_id)
+    if info is None or label not in info.article_labels or snap.chunks is None:
+        return None
+    rows = snap.chunks.rows([doc_id], Narrowing((label,)))
+    chunks = _chunk_texts(snap, rows)
+    edition = snap.lineage.edition(doc_id, label)
+    changes = sorted(snap.lineage.by_article.get((doc_id, label), []), key=lambda c: c.by_date or dt.date.min)
+    return {
+        "version": snap.version,
+        "doc_id": doc_id,
+        "doc_title": info.doc_title,
+        "article": label,
+        "last_change": edition.as_dict() if edition else None,
+        "changes": [c.as_dict() for c in changes],
+        "chunks": chunks,
+    }
+
+
+def _chunk_texts(snap: Snapshot, rows: pa.Table) -> list[dict[str, Any]]:
+    """heading, text and notes of these rows, read from their row groups only."""
+    assert snap.chunks is not None
+    wanted = list(zip(rows.column("_group").to_pylist(), rows.column("_row").to_pylist(), strict=True))
+    out = []
+    tables: dict[int, pa.Table] = {}
+    for group, at in wanted:
+        if group not in tables:
+            tables[group] = snap.chunks.read_group(group, ["chunk_id", "language", "heading", "text", "notes"])
+        out.append(_json(tables[group].slice(at, 1).to_pylist()[0]))
+    return out

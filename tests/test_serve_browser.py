@@ -1,0 +1,117 @@
+"""The pages in a real browser: Debian's Chromium, headless, driven by Selenium through Debian's chromedriver
+(nothing downloaded), against a real ``zan serve`` process on 127.0.0.1 over the real corpus's home.
+Screenshots go to ``artifacts/browser/``."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT, free_port
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+SHOTS = ROOT / "artifacts" / "browser"
+
+pytestmark = pytest.mark.skipif(
+    not (CHROMIUM and DRIVER), reason="Debian's chromium and chromium-driver are not installed (make browser-deps)"
+)
+
+
+@pytest.fixture(scope="module")
+def browser():  # type: ignore[no-untyped-def]
+    os.environ.setdefault("SE_OFFLINE", "true")  # Selenium Manager must not look for a driver on the network
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1280,1000",
+                 "--lang=ru-RU"):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=str(DRIVER)))
+    driver.implicitly_wait(10)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+@pytest.fixture(scope="module")
+def served(corpus_run):  # type: ignore[no-untyped-def]
+    _, home = corpus_run
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None and time.monotonic() < deadline, "zan serve did not start"
+            time.sleep(0.2)
+        yield base
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def _shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    assert driver.save_screenshot(str(SHOTS / f"{name}.png"))
+
+
+def test_a_person_finds_the_order_the_article_and_the_run_history(browser, served) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(served + "/")
+    box = browser.find_element(By.ID, "q")
+    box.send_keys("приказ 211")
+    box.send_keys(Keys.ENTER)
+    status = browser.find_element(By.ID, "status")
+    assert status.get_attribute("data-status") == "ambiguous"
+    candidates = browser.find_elements(By.CSS_SELECTOR, "#candidates li.candidate")
+    assert len(candidates) == 3
+    texts = [c.text for c in candidates]
+    assert sum("МТСЗН" in t for t in texts) == 1, texts
+    assert "q=%D0%BF%D1%80%D0%B8%D0%BA%D0%B0%D0%B7" in browser.current_url  # a shareable address
+    _shot(browser, "1-search-prikaz-211")
+
+    order = next(c for c in candidates if "МТСЗН" in c.text)
+    order.find_element(By.TAG_NAME, "a").click()
+    doc_status = browser.find_element(By.ID, "doc-status")
+    assert doc_status.get_attribute("data-status") in ("in_force", "updated", "repealed", "not_in_force",
+                                                        "suspended", "unknown")  # fmt: skip
+    assert doc_status.text.strip()
+    assert "211" in browser.find_element(By.CSS_SELECTOR, "dl.requisites").text
+    assert browser.current_url.endswith("/documents/v2400035612")
+    _shot(browser, "2-order-mtszn-211")
+
+    browser.get(served + "/?q=" + "Трудовой кодекс")
+    browser.find_element(By.CSS_SELECTOR, "a.candidate[href='/documents/k1500000414']").click()
+    browser.find_element(By.CSS_SELECTOR, "#articles a[data-article='15']").click()
+    last = browser.find_element(By.ID, "last-change").text
+    assert "Последнее изменение" in last and "49-VIII" in last, last
+    changes = browser.find_element(By.ID, "changes").text
+    assert "321-VI" in changes, changes
+    assert "Сноска" in browser.find_element(By.CSS_SELECTOR, ".notes").text
+    _shot(browser, "3-labour-code-article-15")
+
+    browser.find_element(By.LINK_TEXT, "Запуски").click()
+    charts = browser.find_elements(By.CSS_SELECTOR, "#charts svg.chart")
+    assert len(charts) >= 4 and charts[0].size["width"] > 100
+    assert browser.find_elements(By.CSS_SELECTOR, "#charts svg.chart rect")
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= browser.execute_script("return window.innerWidth") + 1  # the page does not overflow
+    _shot(browser, "4-run-history")
