@@ -47,7 +47,7 @@ EmbedderOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON (one line).")]
-KPerDocOption = Annotated[int, typer.Option("--k-per-doc", min=1, help="Chunks per matched document.")]
+KPerDocOption = Annotated[int, typer.Option("--k-per-doc", min=1, max=100, help="Chunks per matched document.")]
 
 
 def err() -> Console:

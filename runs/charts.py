@@ -20,14 +20,16 @@ def stacked_bars(
     labels: Sequence[str],
     series: dict[str, Sequence[float]],
     unit: str = "",
-    height: int = 160,
+    height: int = 200,
 ) -> str:
     """One SVG: for each label a bar stacked from ``series`` (name → one value per label), in that order."""
     esc = html.escape
     n = len(labels)
-    bar, gap, left, bottom, top = 26, 10, 48, 42, 22
+    bar, gap, left, bottom, top = 26, 10, 48, 70, 22  # the bottom holds labels written at a slant
     width = max(460, left + max(n, 1) * (bar + gap) + 10)  # room for the title and the legend
-    legend = 18 * ((len(series) + 3) // 4)
+    column = max(90, 20 + 7 * max((len(name) for name in series), default=0))  # one legend entry
+    per_row = max(1, (width - left) // column)
+    legend = 18 * -(-len(series) // per_row)
     totals = [sum(float(values[i] or 0) for values in series.values()) for i in range(n)]
     peak = max(totals, default=0) or 1.0
     scale = (height - bottom - top) / peak
@@ -55,13 +57,14 @@ def stacked_bars(
                 f'<rect x="{x:.1f}" y="{y:.1f}" width="{bar}" height="{max(h, 0.5):.1f}" fill="{colour}">'
                 f"<title>{esc(str(label))}: {esc(name)} {_number(value)}{esc(unit)}</title></rect>"
             )
-        short = str(label) if len(str(label)) <= 8 else "…" + str(label)[-7:]
+        short = str(label) if len(str(label)) <= 12 else "…" + str(label)[-11:]
+        lx, ly = x + bar / 2, height - bottom + 12
         parts.append(
-            f'<text x="{x + bar / 2:.1f}" y="{height - bottom + 12}" text-anchor="middle">{esc(short)}'
+            f'<text x="{lx:.1f}" y="{ly}" text-anchor="end" transform="rotate(-35 {lx:.1f} {ly})">{esc(short)}'
             f"<title>{esc(str(label))}</title></text>"
         )
     for k, name in enumerate(series):
-        lx, ly = left + (k % 4) * 120, height - bottom + 28 + 18 * (k // 4)
+        lx, ly = left + (k % per_row) * column, height + 12 + 18 * (k // per_row)
         parts.append(f'<rect x="{lx}" y="{ly - 8}" width="10" height="10" fill="{PALETTE[k % len(PALETTE)]}"/>')
         parts.append(f'<text x="{lx + 14}" y="{ly + 1}">{esc(name)}</text>')
     parts.append("</svg>")

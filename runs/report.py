@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 
 from enrich.storage import iter_parquet
 from runs.changes import ChangeSet, lockstep, sorted_chunks
+from runs.charts import stacked_bars
 from runs.diff import CLASSES, WRITTEN, ChangeClass
 from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
@@ -200,20 +201,24 @@ def render_html(report: dict[str, Any]) -> str:
     parts = [
         "<!doctype html><meta charset='utf-8'>",
         f"<title>zan run {esc(str(report.get('run_id')))}</title>",
-        "<style>body{font:14px system-ui;margin:2em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
-        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right}th:first-child,td:first-child{text-align:left}"
-        ".bad{color:#b00}</style>",
+        "<style>body{font:14px system-ui;margin:2em auto;max-width:70em;padding:0 1em}"
+        "table{border-collapse:collapse;margin:.5em 0 1.5em}.scroll{overflow-x:auto;max-width:100%}"
+        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right;overflow-wrap:anywhere}"
+        "th:first-child,td:first-child{text-align:left}.bad{color:#b00}"
+        ".charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(30em,1fr));gap:1em}</style>",
         f"<h1>zan run {esc(str(report.get('run_id')))}</h1>",
         _table(["", ""], [[k, "" if v is None else v] for k, v in summary]),
+        "<div class='charts'>" + "".join(f"<div>{c}</div>" for c in report_charts(report)) + "</div>",
         "<h2>Chunks by change class</h2>",
         _table(list(CLASSES), [[report.get("classes", {}).get(c, 0) for c in CLASSES]]),
     ]
     for title, key in (("By document type", "by_doc_type"), ("By source folder", "by_source")):
         rows = [[name, *(counts.get(c, 0) for c in CLASSES)] for name, counts in report.get(key, {}).items()]
         parts += [f"<h2>{title}</h2>", _table(["", *CLASSES], rows)]
-    coverage_rows = [[t, *(f"{v:.0%}" for v in fields.values())] for t, fields in report.get("coverage", {}).items()]
+    coverage = report.get("coverage", {})  # one row per field, one column per doc type: fits the page
+    coverage_rows = [[f, *(f"{coverage[t].get(f, 0):.0%}" for t in coverage)] for f in COVERAGE_FIELDS]
     parts += ["<h2>Identifier coverage (share of chunks with the field)</h2>",
-              _table(["doc type", *COVERAGE_FIELDS], coverage_rows)]  # fmt: skip
+              _table(["field", *coverage], coverage_rows)]  # fmt: skip
     docs = report.get("documents_diff", {})
     parts += ["<h2>Documents vs the previous version</h2>",
               _table(["", "documents"], [[k, ", ".join(v) or "–"] for k, v in docs.items()])]  # fmt: skip
@@ -234,8 +239,20 @@ def render_html(report: dict[str, Any]) -> str:
     return "\n".join(parts) + "\n"
 
 
+def report_charts(report: dict[str, Any]) -> list[str]:
+    """The run's charts (the run history page draws the same across runs): chunks by change class per
+    document type, and seconds per stage."""
+    by_type = report.get("by_doc_type", {})
+    changes = {str(c): [by_type[t].get(c, 0) for t in by_type] for c in CLASSES}
+    seconds = report.get("seconds", {})
+    return [
+        stacked_bars("Chunks by change class, per document type", list(by_type), changes),
+        stacked_bars("Seconds per stage", list(seconds), {"seconds": list(seconds.values())}, unit=" s"),
+    ]
+
+
 def _table(head: list[str], rows: list[list[Any]]) -> str:
     esc = html.escape
-    out = ["<table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in head) + "</tr>"]
+    out = ["<div class='scroll'><table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in head) + "</tr>"]
     out += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows]
-    return "".join(out) + "</table>"
+    return "".join(out) + "</table></div>"

@@ -257,6 +257,7 @@ def test_run_report_json_html_and_runs_view(edited: tuple[Path, Path]) -> None:
     assert report["rejects"] and report["seconds"]["index"] >= 0
     page = (home / "runs" / f"{info.run_id}.html").read_text("utf-8")
     assert "metadata_changed" in page and "v2100022334" in page and "<table>" in page
+    assert page.count("<svg") == 2 and "Seconds per stage" in page  # the run history page's charts, for this run
     rows = connect(home).execute("SELECT version, status, metadata_changed FROM runs ORDER BY run_id").fetchall()
     assert rows == [("v000001", "published", 0), ("v000002", "published", 4)]
 

@@ -115,3 +115,18 @@ def test_a_person_finds_the_order_the_article_and_the_run_history(browser, serve
     width = browser.execute_script("return document.documentElement.scrollWidth")
     assert width <= browser.execute_script("return window.innerWidth") + 1  # the page does not overflow
     _shot(browser, "4-run-history")
+
+
+def test_the_run_report_has_its_charts_and_fits_the_page(browser, corpus_run) -> None:  # type: ignore[no-untyped-def]
+    from selenium.webdriver.common.by import By
+
+    info, home = corpus_run
+    browser.set_window_size(1024, 900)
+    try:
+        browser.get((home / "runs" / f"{info.run_id}.html").as_uri())
+        assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart")) == 2
+        width = browser.execute_script("return document.documentElement.scrollWidth")
+        assert width <= browser.execute_script("return window.innerWidth") + 1  # the coverage table used to overflow
+        _shot(browser, "5-run-report")
+    finally:
+        browser.set_window_size(1280, 1000)
