@@ -10,7 +10,7 @@ overflowing.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 PALETTE = ("#3b6ea5", "#e0923a", "#5a9e5a", "#c4504f", "#8a6bb3", "#8c6d5a", "#d77fb9", "#7f7f7f", "#b5b83c")
 
@@ -18,7 +18,7 @@ PALETTE = ("#3b6ea5", "#e0923a", "#5a9e5a", "#c4504f", "#8a6bb3", "#8c6d5a", "#d
 def stacked_bars(
     title: str,
     labels: Sequence[str],
-    series: dict[str, Sequence[float]],
+    series: Mapping[str, Sequence[float]],
     unit: str = "",
     height: int = 200,
 ) -> str:
