@@ -15,6 +15,7 @@ COPY --chown=airflow:0 lookup /opt/zan/src/lookup
 COPY --chown=airflow:0 enrich /opt/zan/src/enrich
 COPY --chown=airflow:0 extractors /opt/zan/src/extractors
 COPY --chown=airflow:0 schemas /opt/zan/src/schemas
+COPY --chown=airflow:0 serve /opt/zan/src/serve
 COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
 # Every Python dependency at the version uv.lock resolved (the same lock the native stack and the tests run
 # on): deploy/requirements.txt is exported from it by `make requirements`; zan itself adds nothing to it.

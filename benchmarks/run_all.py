@@ -8,7 +8,8 @@ vectors (``shaped.py``, ``e5_service.py``): fetch inside documents of 2 to 5 000
 ``query(where)``, peak memory at ~14k and ~140k chunks (server and embedded), the write path against a raw
 upsert at 1 000 and at Chroma's maximum batch, zan against LangChain's indexing API (full, unchanged,
 metadata-only, 1 % edits); re-run ratios; parse + resolve latency and ``Lookup.open``; the embed stage with the
-real model, the BM25 build, fused plain-words lookups; how fast the CLI starts on the real corpus's home. The
+real model, the BM25 build, fused plain-words lookups; how fast the CLI starts on the real corpus's home;
+``zan serve``'s latency and throughput beside a bare ``query(where)``, at the bundled size and 50 000 documents. The
 summary lists every goal with pass or FAIL; at the tiny size (hashed vectors, no model) the verdicts are
 printed but mean nothing, and the exit status only says whether every benchmark ran.
 """
@@ -36,6 +37,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_lookup.py": ["--open-sizes", "5000", "50000"],
         "bench_semantic.py": ["--rounds", "2"],
         "bench_cli.py": ["--runs", "5"],
+        "bench_serve.py": ["--docs", "50000"],
     },
     "tiny": {
         "bench_extract.py": ["--rounds", "1"],
@@ -58,6 +60,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_million.py": ["--chunks", "1500"],  # the million-chunk run's script, so it never rots
         "bench_semantic.py": ["--tiny"],
         "bench_cli.py": ["--runs", "1"],
+        "bench_serve.py": ["--docs", "300", "--embedder", "hash", "--seconds", "2", "--rounds", "1"],
     },
 }
 BUDGET = 3600  # seconds for the default size on 2 cores, once the real model's vectors are cached (see README)

@@ -47,6 +47,7 @@ SECRETS = {
     "REDIS_PASSWORD": _token,  # the Celery broker (requirepass)
     "_AIRFLOW_WWW_USER_PASSWORD": _token,  # the API and UI admin user
     "ZAN_CHROMA_TOKEN": _token,  # the bearer token the Chroma proxy requires and zan's client sends
+    "ZAN_SERVE_TOKEN": _token,  # the bearer token zan serve requires of Lumi and of people's browsers' proxy
 }
 
 

@@ -47,6 +47,7 @@ class Ports:
     api: int
     scheduler_health: int
     chroma_internal: int = 0
+    serve: int = 0  # zan serve (0: a stack started before it had one)
 
     def of(self, host: str) -> int:
         return {"postgres": self.postgres, "redis": self.redis, "chroma-proxy": self.chroma,

@@ -2,8 +2,9 @@
 
 PostgreSQL (Debian's ``postgresql``) is the metadata database and the Celery result backend, Redis
 (Debian's ``redis-server``) the Celery broker; then ``airflow api-server``, ``scheduler``, ``dag-processor``,
-``triggerer``, N ``celery worker``s and a ``chroma run`` server behind its token proxy (Debian's nginx,
-:mod:`deploy.proxy`), each in its own session, with the settings of docker-compose.yml
+``triggerer``, N ``celery worker``s, a ``chroma run`` server behind its token proxy (Debian's nginx,
+:mod:`deploy.proxy`) and ``zan serve`` (the lookup API and pages, requiring ``ZAN_SERVE_TOKEN``), each in its
+own session, with the settings of docker-compose.yml
 (:mod:`deploy.settings`). Everything lives under one folder: data, logs, and ``stack.json`` (ports, pids and
 the stack's secrets, readable by its owner only), so ``down`` works from another process.
 
@@ -133,7 +134,7 @@ class Stack:
 
     def describe(self) -> dict[str, object]:
         """What ``python -m deploy up|status`` prints: where things are, never a secret."""
-        return {"api": self.api_url, "chroma": self.chroma_url, "pids": self.pids,
+        return {"api": self.api_url, "chroma": self.chroma_url, "serve": self.serve_url, "pids": self.pids,
                 "secrets": f"{self.state_file} (variables: the API user's password, ZAN_CHROMA_TOKEN, …)"}  # fmt: skip
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -150,7 +151,7 @@ class Stack:
         check_packages()
         self.folder.mkdir(parents=True, exist_ok=True)
         (self.folder / "logs").mkdir(exist_ok=True)
-        self.ports = Ports(*(free_port() for _ in range(6)))
+        self.ports = Ports(*(free_port() for _ in range(7)))
         self.variables.update({k: v for k, v in fresh().items() if k in missing(self.variables)})
         check(self.variables)
         env = self.environment()
@@ -174,6 +175,7 @@ class Stack:
             self._start("dag-processor", [str(BIN / "airflow"), "dag-processor"])
             for n in range(1, self.workers + 1):
                 self.start_worker(f"worker{n}")
+            self.start_serve()
             self.wait_healthy(timeout)
         except BaseException:
             self.down()
@@ -233,6 +235,23 @@ class Stack:
                          f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n")  # fmt: skip
         return path
 
+    @property
+    def serve_url(self) -> str:
+        """``zan serve``: every request but ``/healthz`` needs :attr:`serve_token`."""
+        assert self.ports
+        return f"http://127.0.0.1:{self.ports.serve}"
+
+    @property
+    def serve_token(self) -> str:
+        return self.variables["ZAN_SERVE_TOKEN"]
+
+    def start_serve(self) -> None:
+        """``zan serve`` over the stack's home and Chroma proxy, as the compose file's ``zan-serve`` runs it."""
+        assert self.ports
+        home = self.environment()["ZAN_HOME"]
+        self._start("zan-serve", [str(BIN / "zan"), "serve", "--home", home, "--host", "127.0.0.1",
+                                  "--port", str(self.ports.serve)], {"ZAN_SERVE_TOKEN": self.serve_token})  # fmt: skip
+
     def start_worker(self, name: str, extra: Mapping[str, str] | None = None) -> None:
         """A Celery worker named ``name``: its task instances record ``<name>@<host>`` as their hostname."""
         env = {"ZAN_WORKER_NAME": name, "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.naming.worker_hostname",
@@ -248,6 +267,7 @@ class Stack:
             (lambda: _http_ok(f"{self.api_url}/api/v2/version"), "api-server"),
             (self._components_healthy, "scheduler"),
             (self._workers_answer, "worker1"),
+            (lambda: _http_ok(f"{self.serve_url}/healthz", ok=(200, 503)), "zan-serve"),  # 503: nothing published yet
         ]
         for ready, name in checks:
             _wait(functools.partial(self._running_and, ready), timeout, name, self._log(name))
@@ -393,10 +413,10 @@ def _signal_session(sid: int, signal_number: int) -> None:
             os.kill(pid, signal_number)
 
 
-def _http_ok(url: str, token: str | None = None) -> bool:
+def _http_ok(url: str, token: str | None = None, ok: tuple[int, ...] = (200,)) -> bool:
     headers = {"Authorization": f"Bearer {token}"} if token else None
     try:
-        return httpx.get(url, timeout=5, headers=headers).status_code == 200
+        return httpx.get(url, timeout=5, headers=headers).status_code in ok
     except httpx.HTTPError:
         return False
 

@@ -119,7 +119,7 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = done.stdout[done.stdout.index("== summary") :]
     for section in ("bench_extract.py", "bench_reextract.py", "bench_lookup.py", "bench_fetch.py", "bench_scale.py",
-                    "bench_langchain.py"):  # fmt: skip
+                    "bench_langchain.py", "bench_serve.py"):  # fmt: skip
         assert f"{section}: " in summary and "goal" in summary, section
     shaped = (
         "fetch ",
@@ -135,6 +135,7 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     else:  # a clean clone without ../shared: the real-shaped sections say why they did not run
         for section in ("bench_fetch.py", "bench_scale.py", "bench_langchain.py"):
             assert f"{section}: skipped: no real documents under" in summary, section
+    assert "serve exact p99, bundled corpus" in summary and "serve plain-words p99, 300 documents" in summary
     million = done.stdout[done.stdout.index("== bench_million.py") : done.stdout.index("== summary")]
     assert "status published" in million and "peak RSS: zan" in million
     assert "not_found" in million and "exact" in million  # the refusal, then the one law named by its id

@@ -82,7 +82,7 @@ def test_every_listener_is_on_loopback(stack: Stack) -> None:
     assert all(address == "127.0.0.1" for address, _ in listening), (sorted(listening), _ss())
     ports = {port for _, port in listening}
     expected = {stack.ports.api, stack.ports.chroma, stack.ports.chroma_internal, stack.ports.postgres,
-                stack.ports.redis, stack.ports.scheduler_health}  # fmt: skip
+                stack.ports.redis, stack.ports.scheduler_health, stack.ports.serve}  # fmt: skip
     assert expected <= ports, (expected - ports, _ss())
     assert not ports & {8793, 8794}, _ss()  # no log servers
 
@@ -165,6 +165,24 @@ def test_reextract_runs_on_both_workers_and_emits_assets(stack: Stack, api: Api,
     published = clean["published"]
     assert published["chunks"] and published["chunks"] == _indexed(stack)
     assert "k1500000414" in published["documents"]  # the Labour Code of the bundled sample
+
+
+def test_zan_serve_answers_from_the_version_the_dag_published(stack: Stack, clean: dict[str, Any]) -> None:
+    """The stack's zan serve, started before anything was published, follows the DAG run's version without a
+    restart, and answers lookups only with its token."""
+    version = clean["published"]["version"]
+    deadline = time.monotonic() + 30
+    while (health := httpx.get(f"{stack.serve_url}/healthz").json()).get("version") != version:
+        assert time.monotonic() < deadline, health
+        time.sleep(0.5)
+    lookup = f"{stack.serve_url}/api/lookup"
+    assert httpx.get(lookup, params={"q": "приказ 211"}).status_code == 401
+    answer = httpx.get(lookup, params={"q": "приказ 211"}, headers={"Authorization": f"Bearer {stack.serve_token}"})
+    assert answer.status_code == 200 and answer.json()["status"] == "ambiguous"
+    assert answer.json()["version"] == version == answer.headers["x-zan-version"]
+    plain = httpx.get(lookup, params={"q": "обучение безопасности труда"},
+                      headers={"Authorization": f"Bearer {stack.serve_token}"}, timeout=60)  # fmt: skip
+    assert plain.status_code == 200 and plain.json()["chunks"], plain.text[:500]  # through the Chroma proxy
 
 
 def test_backfill_params_through_the_api(stack: Stack, api: Api, clean: dict[str, Any]) -> None:
