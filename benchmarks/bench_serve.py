@@ -3,8 +3,10 @@ Chroma ``query(where={"doc_id": …})`` on the same collection, in the same wind
 
 Two homes, each published to a ``chroma run`` server and served by a ``zan serve`` process (as Lumi calls it):
 
-- the bundled corpus (``data/sample``), embedded by the real model through the local embeddings service
-  (:mod:`e5_service`, 384-d) — the plain-words goal is judged with it;
+- the bundled corpus (``data/sample``), embedded by the real model (multilingual-e5-small, 384-d) served by
+  an embeddings service in its own process (:mod:`e5_service`; ``--embedder e5-inprocess``: the model inside
+  ``zan serve``, as the compose file's default ``ZAN_EMBEDDER=e5`` runs it) — the plain-words goal is judged
+  with it;
 - ``--docs`` documents (50 000 by default): generated zan.gov.kz records, one short order each with its own
   number and ministry, because the real corpus has a few dozen acts and the cost that grows with the registry
   is resolving a number among that many; a run embeds them with the hashed n-grams (the real model would take
@@ -39,7 +41,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
-from common import chroma_server, embedder, free_port, line, load, spread, zan_run  # noqa: E402
+from common import chroma_server, embedder_process, free_port, line, load, spread, zan_run  # noqa: E402
 
 ROOT = HERE.parent
 EXACT_GOAL_MS = 50.0
@@ -203,25 +205,43 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=10.0, help="per way per round")
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="the bundled home's; hash: tiny")
+    parser.add_argument(
+        "--embedder",
+        choices=["e5", "e5-inprocess", "hash"],
+        default="e5",
+        help="the bundled home's: e5 through a service process, the model in zan's process, or hash (tiny)",
+    )
+    parser.add_argument("--homes", nargs="+", choices=["bundled", "large"], default=["bundled", "large"])
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="zan-bench-serve-") as name:
         tmp = Path(name)
-        with embedder(args.embedder) as spec, chroma_server(tmp / "chroma-sample") as (url, _):
-            home = tmp / "sample-home"
-            zan_run(["--home", str(home), "--source", str(ROOT / "data" / "sample"), "--chroma-url", url,
-                     "--embedder", spec])  # fmt: skip
-            measure("bundled corpus", home, url, SAMPLE_EXACT, args, judged=args.embedder == "e5")
-        numbers = write_records(tmp / "records", args.docs)
-        rng = random.Random(3)
-        issuers = [short for _, short in ISSUERS]
-        exact = [f"приказ {issuers[n % len(issuers)]} № {n}" for n in rng.sample(numbers, min(200, len(numbers)))]
-        with chroma_server(tmp / "chroma-large") as (url, _):
-            home = tmp / "large-home"
-            built = zan_run(["--home", str(home), "--source", str(tmp / "records"), "--chroma-url", url,
-                             "--embedder", "hash"])  # fmt: skip
-            print(f"\nbuilt {args.docs} generated documents in {built.seconds:.0f} s")
-            measure(f"{args.docs} documents", home, url, exact, args, judged=False)
+        if "bundled" in args.homes:
+            bundled(tmp, args)
+        if "large" in args.homes:
+            large(tmp, args)
+
+
+def bundled(tmp: Path, args: argparse.Namespace) -> None:
+    kind = "hash" if args.embedder == "hash" else "e5"
+    with embedder_process(kind) as spec, chroma_server(tmp / "chroma-sample") as (url, _):
+        spec = "e5" if args.embedder == "e5-inprocess" else spec
+        home = tmp / "sample-home"
+        zan_run(["--home", str(home), "--source", str(ROOT / "data" / "sample"), "--chroma-url", url,
+                 "--embedder", spec])  # fmt: skip
+        measure("bundled corpus", home, url, SAMPLE_EXACT, args, judged=args.embedder != "hash")
+
+
+def large(tmp: Path, args: argparse.Namespace) -> None:
+    numbers = write_records(tmp / "records", args.docs)
+    rng = random.Random(3)
+    issuers = [short for _, short in ISSUERS]
+    exact = [f"приказ {issuers[n % len(issuers)]} № {n}" for n in rng.sample(numbers, min(200, len(numbers)))]
+    with chroma_server(tmp / "chroma-large") as (url, _):
+        home = tmp / "large-home"
+        built = zan_run(["--home", str(home), "--source", str(tmp / "records"), "--chroma-url", url,
+                         "--embedder", "hash"])  # fmt: skip
+        print(f"\nbuilt {args.docs} generated documents in {built.seconds:.0f} s")
+        measure(f"{args.docs} documents", home, url, exact, args, judged=False)
 
 
 if __name__ == "__main__":

@@ -110,3 +110,28 @@ def embedder(kind: str) -> Iterator[str]:
 
     with serving() as (spec, _):
         yield spec
+
+
+@contextlib.contextmanager
+def embedder_process(kind: str) -> Iterator[str]:
+    """As :func:`embedder`, with the embeddings service in a process of its own, as a deployment runs one: a
+    benchmark that times requests from client threads must not share their interpreter with the model."""
+    if kind == "hash":
+        yield "hash"
+        return
+    import signal
+
+    service = subprocess.Popen([sys.executable, str(ROOT / "benchmarks" / "e5_service.py"), "--port",
+                                str(free_port())], stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert service.stdout is not None
+        first = service.stdout.readline()  # «--embedder 'openai:…'» once it listens
+        if not first.startswith("--embedder"):
+            raise RuntimeError(f"the embeddings service did not start: {first!r}")
+        yield first.split("'")[1]
+    finally:
+        service.send_signal(signal.SIGINT)  # its cache of vectors is saved on the way out
+        try:
+            service.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            service.kill()

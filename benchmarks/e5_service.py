@@ -170,7 +170,7 @@ def main() -> None:
         vectors.save()
         print(f"e5 cosine, paragraph vs its marked copy: {cosine:.4f}; step {vectors.step:.4f}")
         return
-    with serving(args.port) as (spec, _):
+    with serving(args.port) as (spec, _), contextlib.suppress(KeyboardInterrupt):  # Ctrl-C / SIGINT: save, stop
         print(f"--embedder '{spec}'", flush=True)
         threading.Event().wait()
 

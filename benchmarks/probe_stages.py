@@ -9,6 +9,7 @@ so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chro
     python benchmarks/probe_stages.py 20000 --noop-index
     python benchmarks/probe_stages.py 100000 --chroma-url http://127.0.0.1:8799
     python benchmarks/probe_stages.py 40 --shaped --noop-index   # 40 copies of the real corpus
+    python benchmarks/probe_stages.py 130 --shaped --noop-index --split-lexical   # the BM25 build apart
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main() -> None:
     parser.add_argument("--noop-index", action="store_true", help="a collection that keeps nothing")
     parser.add_argument("--chroma-url", help="a chroma run server (else the embedded index under the home)")
     parser.add_argument("--shaped", action="store_true", help="CHUNKS is copies of the real corpus (shaped.py)")
+    parser.add_argument("--split-lexical", action="store_true", help="the BM25 build's own peak, apart from enrich")
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -68,6 +70,17 @@ def main() -> None:
             time.sleep(0.01)
 
     threading.Thread(target=sample, daemon=True).start()
+    if args.split_lexical:
+        build = stages.build_lexical
+
+        def timed_build(*given: Any) -> int:
+            print(f"  enrich without BM25: peak {status('VmHWM')} MB", flush=True)
+            Path("/proc/self/clear_refs").write_text("5")
+            built = build(*given)
+            print(f"  BM25 build: peak {status('VmHWM')} MB, after {status('VmRSS')} MB", flush=True)
+            return built
+
+        stages.build_lexical = timed_build  # type: ignore[assignment]
     url = args.chroma_url
     if args.noop_index:
         url = "http://127.0.0.1:9"  # never contacted: the client below stands in for it

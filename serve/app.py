@@ -38,6 +38,8 @@ from fastapi import FastAPI, HTTPException, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from starlette.datastructures import Headers, MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from lookup.errors import LookupProblem
 from lookup.route import MAX_QUERY_CHARS, Lookup
@@ -95,20 +97,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.state.served = served
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
-    @app.middleware("http")
-    async def guard_and_measure(request: Request, call_next: Callable[[Request], Any]) -> Response:
-        started = time.perf_counter()
-        if config.token and request.url.path != "/healthz" and not _authorised(request, config.token):
-            response: Response = JSONResponse({"detail": "a bearer token is required"}, status_code=401,
-                                              headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
-        else:
-            response = await call_next(request)
-        route = request.scope.get("route")
-        name = getattr(route, "path", "unmatched")
-        metrics.observe(name, response.status_code, time.perf_counter() - started)
-        if served.lookup is not None and "x-zan-version" not in response.headers:
-            response.headers["X-Zan-Version"] = str(served.lookup.held().version)
-        return response
+    app.add_middleware(GuardAndMeasure, token=config.token, metrics=metrics, served=served)
 
     # --- the API ----------------------------------------------------------------------------------------
 
@@ -189,9 +178,43 @@ def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int) -> dict[str,
     return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap).as_dict()
 
 
-def _authorised(request: Request, token: str) -> bool:
-    header = request.headers.get("authorization", "")
-    scheme, _, given = header.partition(" ")
+class GuardAndMeasure:
+    """The token check, the metrics and the ``X-Zan-Version`` header, as plain ASGI: Starlette's
+    ``BaseHTTPMiddleware`` runs each request through an extra task and stream (a millisecond or more a
+    request under load)."""
+
+    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics, served: Served) -> None:
+        self.app, self.token, self.metrics, self.served = app, token, metrics, served
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = [500]
+
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = message["status"]
+                headers = MutableHeaders(scope=message)
+                if self.served.lookup is not None and "x-zan-version" not in headers:
+                    headers["X-Zan-Version"] = str(self.served.lookup.held().version)
+            await send(message)
+
+        try:
+            if self.token and scope["path"] != "/healthz" and not _authorised(Headers(scope=scope), self.token):
+                refused = JSONResponse({"detail": "a bearer token is required"}, status_code=401,
+                                       headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+                await refused(scope, receive, sending)
+            else:
+                await self.app(scope, receive, sending)
+        finally:
+            route = scope.get("route")  # set by the router on this same scope
+            self.metrics.observe(getattr(route, "path", "unmatched"), status[0], time.perf_counter() - started)
+
+
+def _authorised(headers: Headers, token: str) -> bool:
+    scheme, _, given = headers.get("authorization", "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 

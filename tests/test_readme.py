@@ -26,6 +26,8 @@ NOT_HERE = {
     "docker ": "no Docker engine on the test machines",
     "AIRFLOW__": "docker compose",
     "chroma run": "a server: tests/test_pipeline.py starts one on 127.0.0.1",
+    "zan serve": "a server: tests/test_serve.py starts one on 127.0.0.1 and queries every endpoint shown here",
+    "curl ": "queries zan serve: tests/test_serve.py asks the same addresses",
     "zan fetch": "needs the network",
     "--chroma-url": "needs a running Chroma server",
     "--embedder st:": "needs a local model folder",
