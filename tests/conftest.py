@@ -58,6 +58,16 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
     return info, home
 
 
+@pytest.fixture(scope="session")
+def richest_run(request):  # type: ignore[no-untyped-def]
+    """(info, home, "real" | "bundled"): the real corpus's run when ../shared/corpus is there, else the bundled
+    sample's, for tests whose contract holds on any home (so a clean clone still runs them)."""
+    try:
+        return (*request.getfixturevalue("corpus_run"), "real")
+    except pytest.skip.Exception:
+        return (*request.getfixturevalue("sample_run"), "bundled")
+
+
 @dataclasses.dataclass(frozen=True)
 class Done:
     returncode: int

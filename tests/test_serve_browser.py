@@ -52,14 +52,10 @@ BUNDLED = {"article": "182", "last": "133-VII", "among": "133-VII"}
 
 
 @pytest.fixture(scope="module")
-def run_home(request):  # type: ignore[no-untyped-def]
-    """(run info, home, the article step's facts): the real corpus's home, else the bundled sample's."""
-    try:
-        info, home = request.getfixturevalue("corpus_run")
-        return info, home, REAL
-    except pytest.skip.Exception:
-        info, home = request.getfixturevalue("sample_run")
-        return info, home, BUNDLED
+def run_home(richest_run):  # type: ignore[no-untyped-def]
+    """(run info, home, the article step's facts)."""
+    info, home, which = richest_run
+    return info, home, REAL if which == "real" else BUNDLED
 
 
 @pytest.fixture(scope="module")
