@@ -143,7 +143,7 @@ def rank_in_version(
     chunks: VersionChunks,
     doc_ids: Sequence[str],
     narrowing: Narrowing,
-    query_vector: np.ndarray,
+    query_vector: np.ndarray | None,
     k_per_doc: int,
     vectors: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
     embed: Callable[[list[str]], np.ndarray],
@@ -154,10 +154,15 @@ def rank_in_version(
     version's rows: by cosine to the question (stored vectors, :meth:`VectorStore.matrix`; a text with none
     is embedded), fused with BM25 when ``lexical(positions)`` gives the rows' scores, and the question's
     ``language`` first in a document published in several. Ranked in NumPy over the rows; Python objects are
-    made for the chosen few only."""
+    made for the chosen few only. Without ``query_vector`` (a question that only names documents) no vector
+    is read or computed: BM25 alone orders the rows, then chunk order (``vector`` and ``fused`` are None)."""
     rows = chunks.rows(doc_ids, narrowing)
     if not rows.num_rows:
         return []
+    if query_vector is None:
+        words = lexical(chunks.positions(rows)) if lexical is not None else None
+        key = np.asarray(words, np.float64) if words is not None else np.zeros(rows.num_rows)
+        return _chosen(chunks, rows, key, None, words, k_per_doc, language)
     hashes = [str(h) for h in rows.column("text_hash").to_pylist()]
     matrix, found = vectors(hashes)
     if not found.all():
@@ -171,7 +176,20 @@ def rank_in_version(
         matrix[missing] = fresh
     cosine = _cosine(matrix, query_vector)
     bm25 = lexical(chunks.positions(rows)) if lexical is not None else None
-    fused = _fused(cosine, bm25)
+    return _chosen(chunks, rows, _fused(cosine, bm25), cosine, bm25, k_per_doc, language)
+
+
+def _chosen(
+    chunks: VersionChunks,
+    rows: pa.Table,
+    fused: np.ndarray,
+    cosine: np.ndarray | None,
+    bm25: np.ndarray | None,
+    k_per_doc: int,
+    language: str | None,
+) -> list[Chunk]:
+    """The ``k_per_doc`` best rows of each document by ``fused`` (ties in chunk id order), the question's
+    language first, as chunks."""
     docs = pc.dictionary_encode(rows.column("doc_id")).combine_chunks()
     doc_codes = docs.indices.to_numpy(zero_copy_only=False)
     id_rank = np.empty(rows.num_rows, np.int64)
@@ -188,8 +206,9 @@ def rank_in_version(
     texts = chunks.texts(chosen)
     out = []
     for n, row, text in zip(best, chosen.to_pylist(), texts, strict=True):
-        scores = {"vector": float(cosine[n]), "lexical": float(bm25[n]) if bm25 is not None else None,
-                  "fused": float(fused[n]) if bm25 is not None else None}  # fmt: skip
+        scores = {"vector": float(cosine[n]) if cosine is not None else None,
+                  "lexical": float(bm25[n]) if bm25 is not None else None,
+                  "fused": float(fused[n]) if bm25 is not None and cosine is not None else None}  # fmt: skip
         out.append(row_chunk(row, text, float(fused[n]), "identifier", **scores))
     return out
 

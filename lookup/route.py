@@ -192,9 +192,16 @@ class Lookup:
         return self._fetch(self.snapshot(), doc_ids, vector, k_per_doc, Narrowing(tuple(articles or ())))
 
     def _fetch(
-        self, snap: Snapshot, docs: list[str], vector: Any, k_per_doc: int, narrowing: Narrowing, query: str = ""
+        self,
+        snap: Snapshot,
+        docs: list[str],
+        vector: Any | None,
+        k_per_doc: int,
+        narrowing: Narrowing,
+        query: str = "",
     ) -> list[Chunk]:
         if snap.chunks is None:  # data written before versions: only the index has the chunks
+            vector = vector if vector is not None else self.embedder.embed_queries([query or " "])[0]
             return fetch_chunks_by_doc_ids(
                 docs, "", k_per_doc, narrowing.articles, collection=self.collection, embedder=self.embedder,
                 query_vector=vector, sections=narrowing.sections, points=narrowing.points,
@@ -285,7 +292,9 @@ class Lookup:
             return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version)
         plan = fetch_plan(matches)
         asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
-        vector = self.embedder.embed_queries([asked])[0]
+        # a question that only names documents («ст. 182 ТК РК») has nothing to compare chunks with: they are
+        # ranked without the model (BM25 of its words, then chunk order), which spares a model call per lookup
+        vector = None if asked == query and snap.chunks is not None else self.embedder.embed_queries([asked])[0]
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
             docs = [d for d, n in plan.items() if n == narrowing]
@@ -352,7 +361,7 @@ def residual(query: str, identifiers: list[Identifier]) -> str:
         at = max(at, ident.span[1])
     kept.append(query[at:])
     rest = " ".join(" ".join(kept).split())
-    return rest if len(re.findall(r"\w{3,}", rest)) >= 1 else query
+    return rest if len(re.findall(r"\w{3,}", rest)) >= 1 else query  # the question itself: nothing else asked
 
 
 def _row_scores(snap: Snapshot, query: str) -> Callable[[np.ndarray], np.ndarray] | None:

@@ -244,3 +244,28 @@ def test_a_point_of_the_approved_rules_narrows_to_the_annex_chunks_that_open_it(
     assert all(c.doc_id == T211 and c.annex == 1 and "3" in c.point_labels for c in result.chunks)
     own = lookup.route("пункт 2 приказа МТСЗН № 211")  # no «Правил»: the order's own пункт 2 as well
     assert {c.annex for c in own.chunks} == {None, 1} and all("2" in c.point_labels for c in own.chunks)
+
+
+def test_a_question_that_only_names_documents_costs_no_model_call(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """«ст. 182 ТК РК» has no words to compare chunks with: its article's chunks are ranked by BM25 and chunk
+    order, and the embedder is never asked (a model call is most of a served exact lookup's time). A question
+    with words beyond its identifiers still ranks by the model."""
+    from vectors.embed import HashingEmbedder
+
+    class Counting(HashingEmbedder):
+        asked: list[str] = []
+
+        def embed_queries(self, texts):  # type: ignore[no-untyped-def]
+            self.asked.extend(texts)
+            return super().embed_queries(texts)
+
+    counting = Counting()
+    lookup = Lookup.open(sample_run[1], embedder=counting)
+    named = lookup.route("ст. 182 ТК РК")
+    assert named.status == "exact" and named.chunks and counting.asked == []
+    assert {c.doc_id for c in named.chunks} == {"k1500000414"} and all("182" in c.article_labels for c in named.chunks)
+    assert all(c.vector is None and c.fused is None for c in named.chunks)
+    assert named.chunks[0].language == "rus" and named.chunks[0].lexical and named.chunks[0].lexical > 0
+    asked = lookup.route("ст. 182 ТК РК: сколько дней длится отпуск")
+    assert len(counting.asked) == 1 and counting.asked[0].endswith("сколько дней длится отпуск")
+    assert asked.chunks and all(c.vector is not None for c in asked.chunks)
