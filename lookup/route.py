@@ -141,13 +141,8 @@ class Lookup:
 
     def snapshot(self) -> Snapshot:
         """The version to answer from: the one held, or the newly published one when ``CURRENT`` moved."""
-        held = self._snapshot
-        if held.is_current():
-            return held
-        with self._lock:
-            if not self._snapshot.is_current():
-                self._snapshot = self._checked(Snapshot.open(self.home, self.max_candidates))
-            return self._snapshot
+        self.refresh()
+        return self._snapshot
 
     def held(self) -> Snapshot:
         """The version held now, without looking at ``CURRENT`` (a server answers from it while

@@ -82,7 +82,7 @@ class VersionChunks:
         for group in sorted(set(groups.tolist())):
             picked = np.flatnonzero(groups == group)
             inside = pa.array(where[picked] - self.starts[group], pa.int64())
-            part = self._read(group, list(COLUMNS)).take(inside)
+            part = self.read_group(group, list(COLUMNS)).take(inside)
             part = part.append_column("_group", pa.repeat(pa.scalar(group, pa.int32()), part.num_rows))
             parts.append(part.append_column("_row", inside.cast(pa.int32())))
             order += picked.tolist()
@@ -103,7 +103,7 @@ class VersionChunks:
         groups, positions = rows.column("_group").to_pylist(), rows.column("_row").to_pylist()
         for group in sorted(set(groups)):
             wanted = [n for n, g in enumerate(groups) if g == group]
-            column = self._read(group, ["text"]).column("text")
+            column = self.read_group(group, ["text"]).column("text")
             texts = column.take(pa.array([positions[n] for n in wanted], pa.int64())).to_pylist()
             for n, text in zip(wanted, texts, strict=True):
                 out[n] = text or ""
@@ -123,7 +123,7 @@ class VersionChunks:
         )  # fmt: skip
         parts = []
         for group in groups:
-            table = self._read(group, list(COLUMNS))
+            table = self.read_group(group, list(COLUMNS))
             at = pc.equal(table.column("doc_id"), doc_id)
             positions = pa.array(np.flatnonzero(at.to_numpy(zero_copy_only=False)), pa.int64())
             part = table.take(positions)
@@ -136,10 +136,7 @@ class VersionChunks:
         return found
 
     def read_group(self, group: int, columns: list[str]) -> pa.Table:
-        """Columns of one row group (a ``_group`` of :meth:`rows`): what a page shows of a few chunks."""
-        return self._read(group, columns)
-
-    def _read(self, group: int, columns: list[str]) -> pa.Table:
+        """Columns of one row group (a ``_group`` of :meth:`rows`; what a page shows of a few chunks)."""
         with self._lock:
             return self.file.read_row_group(group, columns=columns)
 

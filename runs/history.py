@@ -99,13 +99,6 @@ class RunHistory:
         names = sorted((p.name for p in self.folder.glob("*.json")), reverse=True)[: max(0, min(limit, MAX_RUNS))]
         return [self._read(self.folder / name) for name in names]
 
-    def run(self, run_id: str) -> RunSummary | None:
-        """One run by id; None when no report has that id (the id is matched against the folder's names,
-        never joined to a path)."""
-        names = {p.stem: p for p in self.folder.glob("*.json")} if self.folder.is_dir() else {}
-        path = names.get(run_id)
-        return self._read(path) if path is not None else None
-
     def versions_changed(self, doc_id: str) -> list[dict[str, str | None]]:
         """The published versions in which ``doc_id`` was added, changed or removed, newest first."""
         out = []

@@ -63,10 +63,11 @@ class Served:
         while not self._stop.wait(self.config.poll_seconds):
             try:
                 if self.lookup is None:
-                    self._open()
-                elif self.lookup.refresh():
+                    self._open()  # says its own problem
+                    continue
+                if self.lookup.refresh():
                     self.metrics.serving(self.lookup.held().version, switched=True)
-                self.problem = None if self.lookup is not None else self.problem
+                self.problem = None
             except (ZanError, OSError, ValueError) as exc:  # keep serving the held version; say why on /healthz
                 self.problem = f"cannot open the published version: {type(exc).__name__}: {exc}"
 

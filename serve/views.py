@@ -20,7 +20,7 @@ from lookup.grammar import parse
 from lookup.lineage import Change
 from lookup.version import Narrowing, Snapshot
 from runs.history import RunHistory
-from schemas.identifiers import article_order
+from schemas.identifiers import article_order, canonical_law_number, canonical_order_number
 
 PAGE_SIZE = 50
 MAX_PAGE = 10_000
@@ -158,12 +158,10 @@ def document(snap: Snapshot, doc_id: str, history: RunHistory) -> dict[str, Any]
 
 
 def _own_numbers(row: dict[str, Any]) -> list[str]:
-    """The numbers amending notes cite this act by (canonical: 321-VI, 211), from its law or order number."""
-    out = []
-    for value in (row.get("law_zrk"), row.get("order_number")):
-        if value:
-            out.append(str(value).replace("ЗРК", "").strip())
-    return list(dict.fromkeys(out))
+    """The numbers amending notes cite this act by, in the lineage's canonical forms (321-VI, 211)."""
+    law = canonical_law_number(str(row["law_zrk"])) if row.get("law_zrk") else None
+    order = canonical_order_number(str(row["order_number"])) if row.get("order_number") else None
+    return list(dict.fromkeys(n for n in (law, order) if n))
 
 
 def article(snap: Snapshot, doc_id: str, label: str) -> dict[str, Any] | None:

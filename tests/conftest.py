@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -119,6 +120,32 @@ def chroma_server(path: Path, port: int | None = None) -> Iterator[str]:
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise
                 time.sleep(0.3)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def zan_serve(home: Path, *options: str) -> Iterator[str]:
+    """A real ``zan serve`` process over ``home`` on 127.0.0.1, healthy (200 on /healthz); yields its URL."""
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port),
+                               *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if server.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(
+                    f"zan serve did not start: {server.stderr.read().decode() if server.stderr else ''}"
+                )
+            time.sleep(0.2)
         yield url
     finally:
         server.terminate()

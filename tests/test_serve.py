@@ -19,7 +19,7 @@ from fastapi.testclient import TestClient
 
 from serve.app import check_binding, create_app
 from serve.served import ServeConfig
-from tests.conftest import ROOT, SAMPLE, chroma_server, free_port, zan
+from tests.conftest import ROOT, SAMPLE, chroma_server, zan, zan_serve
 
 GOLDEN = [ROOT / "data" / "golden" / name for name in ("golden.jsonl", "lineage_real.jsonl", "semantic.jsonl")]
 
@@ -177,12 +177,7 @@ def test_sixteen_clients_see_no_failure_and_no_mixed_version_across_a_publish_an
         first = zan("run", "--home", str(home), "--source", str(source), "--chroma-url", chroma_url, "--json")
         assert first.returncode == 0, first.stderr
         v1 = json.loads(first.stdout.splitlines()[-1])["version"]
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port),
-                                   "--chroma-url", chroma_url], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-        base = f"http://127.0.0.1:{port}"
-        try:
-            _wait_healthy(base, server)
+        with zan_serve(home, "--chroma-url", chroma_url) as base:
             answers: list[tuple[str, dict]] = []  # type: ignore[type-arg]
             failures: list[str] = []
             stop = threading.Event()
@@ -222,9 +217,6 @@ def test_sixteen_clients_see_no_failure_and_no_mixed_version_across_a_publish_an
             for t in threads:
                 t.join(timeout=60)
             metrics = httpx.get(f"{base}/metrics").text
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
     assert not failures, failures[:5]
     assert len(answers) > 200
     seen = [a["version"] for _, a in answers]
@@ -243,16 +235,3 @@ def test_sixteen_clients_see_no_failure_and_no_mixed_version_across_a_publish_an
                                                                         for c in answer["chunks"]))  # fmt: skip
         by_version[answer["version"]][answer["status"]] += 1
     assert by_version[v2]["not_found"] and by_version[v1]["exact"] and by_version[v1]["no_identifier"]
-
-
-def _wait_healthy(base: str, server: subprocess.Popen) -> None:  # type: ignore[type-arg]
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if server.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError(f"zan serve did not start: {server.stderr.read().decode() if server.stderr else ''}")
-        time.sleep(0.2)

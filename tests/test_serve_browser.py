@@ -7,14 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
-from tests.conftest import ROOT, free_port
+from tests.conftest import ROOT, zan_serve
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
@@ -60,25 +56,8 @@ def run_home(richest_run):  # type: ignore[no-untyped-def]
 
 @pytest.fixture(scope="module")
 def served(run_home):  # type: ignore[no-untyped-def]
-    _, home, _ = run_home
-    port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/healthz", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert server.poll() is None and time.monotonic() < deadline, "zan serve did not start"
-            time.sleep(0.2)
-        yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
+    with zan_serve(run_home[1]) as url:
+        yield url
 
 
 def _shot(driver, name: str) -> None:  # type: ignore[no-untyped-def]
