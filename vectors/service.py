@@ -142,8 +142,11 @@ class ServiceEmbedder:
         if self.mode == "prefix":
             texts = [E5_PREFIXES[0 if query else 1] + t for t in texts]
         batches = list(_batches(texts, self.batch, self.max_chars))
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
-            parts = list(pool.map(lambda b: self._request(b, query), batches))
+        if len(batches) == 1:  # a question: no pool (starting its thread cost as much as a cached answer)
+            parts = [self._request(batches[0], query)]
+        else:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(batches))) as pool:
+                parts = list(pool.map(lambda b: self._request(b, query), batches))
         vectors = np.vstack(parts)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return np.asarray(vectors / np.where(norms == 0, 1.0, norms), dtype=np.float32)
