@@ -7,6 +7,7 @@ import functools
 import re
 
 from extractors.reference import CodeRef, codes
+from lookup.gate import gate
 from schemas.identifiers import normalize_space
 
 
@@ -34,7 +35,7 @@ def code_regexes() -> tuple[tuple[CodeRef, re.Pattern[str]], ...]:
 @functools.cache
 def code_regex() -> str:
     """Any code: a curated alias or title (declined), or a generic «… кодекс …» we may not know."""
-    known = "|".join(f"(?:{p.pattern})" for _, p in code_regexes())
+    known = "|".join(gate(p.pattern) for _, p in code_regexes())  # each behind its first letters
     # anchored at a word start and bounded: linear on any input (an unanchored «[а-я]+ого» backtracks
     # quadratically through one long word)
     generic = (

@@ -20,6 +20,7 @@ from extractors.reference import find_local_issuer
 from extractors.requisites import parse_date
 from lookup.binding import bind
 from lookup.code_names import code_of, code_regex
+from lookup.gate import gated
 from lookup.identifier import Identifier, IdentifierKind, Row
 from lookup.parts import (
     ART,
@@ -226,7 +227,12 @@ def _row(name: str, kind: IdentifierKind, regex: str, build: Builder, *examples:
 
 @functools.cache
 def rows() -> tuple[Row, ...]:
-    """The grammar, built once on first use (no import-time work)."""
+    """The grammar, built once on first use (no import-time work); each pattern behind its first-character
+    gate (:mod:`lookup.gate`: the same matches, a tenth of the time on a worded question)."""
+    return tuple(replace(row, pattern=gated(row.pattern)) for row in _rows())
+
+
+def _rows() -> tuple[Row, ...]:
     code, issuer = code_regex(), issuer_regex()
     date_sep = r"(?:\s*,?\s*(?:от|from|dated)?\s*)"
     standard_rows = tuple(

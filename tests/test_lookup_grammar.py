@@ -4,14 +4,16 @@ nothing or as a *different* identifier. Real spellings from ../shared/corpus/sni
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lookup.grammar import parse, rows
-from schemas.identifiers import order_key
+from schemas.identifiers import fold_dashes, fold_lookalikes, order_key
 from tests.conftest import CORPUS
 
 # (text, kind, canonical): the whole text is one identifier.
@@ -400,3 +402,66 @@ def test_canonical_is_idempotent_and_context_free(case: tuple[str, str, str], he
     found = parse(head + text + tail)
     assert [i.canonical for i in found] == [canonical]
     assert found[0].span == (len(head), len(head) + len(text))
+
+
+# --- the first-character gate (lookup.gate) changes speed, never a match ------------------------------------
+
+
+def _ungated_rows(monkeypatch: pytest.MonkeyPatch) -> tuple:  # type: ignore[type-arg]
+    """The grammar built with every gate off: the patterns as they were before :mod:`lookup.gate`."""
+    import lookup.code_names
+    import lookup.grammar
+    import lookup.parts
+
+    monkeypatch.setattr(lookup.parts, "gate", lambda regex, flags=0: f"(?:{regex})")
+    monkeypatch.setattr(lookup.code_names, "gate", lambda regex, flags=0: f"(?:{regex})")
+    lookup.code_names.code_regex.cache_clear()
+    try:
+        return lookup.grammar._rows()
+    finally:
+        lookup.code_names.code_regex.cache_clear()
+
+
+def _questions() -> list[str]:
+    golden = Path(__file__).resolve().parent.parent / "data" / "golden"
+    asked = [json.loads(line)["query"] for f in sorted(golden.glob("*.jsonl")) for line in f.open(encoding="utf-8")]
+    examples = [e for row in rows() for e in row.examples]
+    return asked + examples + [f"Вопрос: {e} — что там сказано? {e.upper()} {e.lower()}" for e in examples]
+
+
+def test_gate_keeps_every_match_of_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    plain = _ungated_rows(monkeypatch)
+    gated_rows = rows()
+    assert [r.name for r in plain] == [r.name for r in gated_rows]
+    assert sum(a.pattern.pattern != b.pattern.pattern for a, b in zip(plain, gated_rows, strict=True)) > 10
+    texts = _questions()
+    assert len(texts) > 300
+    for before, after in zip(plain, gated_rows, strict=True):
+        for text in texts:
+            target = fold_lookalikes(fold_dashes(text)) if before.folded else fold_dashes(text)
+            want = [(m.span(), m.groupdict()) for m in before.pattern.finditer(target)]
+            assert [(m.span(), m.groupdict()) for m in after.pattern.finditer(target)] == want, (after.name, text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=_ALPHABET, max_size=60) | st.text(max_size=60))
+def test_gate_is_transparent_on_any_text(text: str) -> None:
+    for row in rows():
+        plain = re.compile(row.pattern.pattern.removeprefix(_gate_prefix(row.pattern.pattern)), row.pattern.flags)
+        if plain.pattern != row.pattern.pattern:  # row-level gate: «(?=[…])(?:…)» around the row's own
+            assert [m.span() for m in plain.finditer(text)] == [m.span() for m in row.pattern.finditer(text)]
+
+
+def _gate_prefix(source: str) -> str:
+    found = re.match(r"\(\?=\[(?:\\.|[^\]\\])*\]\)", source)
+    return found.group(0) if found else ""
+
+
+def test_gate_reads_first_characters() -> None:
+    from lookup.gate import gate
+
+    assert gate(r"(?<!\w)МТСЗН(?!\w)|Минтр\w*|ЕХӘҚМ") == r"(?=[ЕМ])(?:(?<!\w)МТСЗН(?!\w)|Минтр\w*|ЕХӘҚМ)"
+    assert gate(r"(?:ҚР\s+)?ЕК") == r"(?=[ЕҚ])(?:(?:ҚР\s+)?ЕК)"
+    assert gate(r"[А-Я]\w+") == r"(?=[" + "".join(chr(n) for n in range(ord("А"), ord("Я") + 1)) + r"])(?:[А-Я]\w+)"
+    for open_start in (r"\w+", r".x", r"(?:a)?", r"[^a]b", r"(?i:a)b"):  # any letter may start it, or nothing
+        assert gate(open_start) == f"(?:{open_start})"
