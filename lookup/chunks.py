@@ -139,11 +139,25 @@ def fetch_chunks_by_doc_ids(
     return best
 
 
+class QuestionVector:
+    """The question's vector, asked of the model on first use and kept: the fetches of one question share one
+    model call, and a fetch with nothing to choose (:func:`rank_in_version`) makes none."""
+
+    def __init__(self, compute: Callable[[], np.ndarray]) -> None:
+        self._compute = compute
+        self._vector: np.ndarray | None = None
+
+    def __call__(self) -> np.ndarray:
+        if self._vector is None:
+            self._vector = np.asarray(self._compute(), dtype=np.float32)
+        return self._vector
+
+
 def rank_in_version(
     chunks: VersionChunks,
     doc_ids: Sequence[str],
     narrowing: Narrowing,
-    query_vector: np.ndarray | None,
+    query_vector: np.ndarray | QuestionVector | None,
     k_per_doc: int,
     vectors: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
     embed: Callable[[list[str]], np.ndarray],
@@ -155,10 +169,16 @@ def rank_in_version(
     is embedded), fused with BM25 when ``lexical(positions)`` gives the rows' scores, and the question's
     ``language`` first in a document published in several. Ranked in NumPy over the rows; Python objects are
     made for the chosen few only. Without ``query_vector`` (a question that only names documents) no vector
-    is read or computed: BM25 alone orders the rows, then chunk order (``vector`` and ``fused`` are None)."""
+    is read or computed: BM25 alone orders the rows, then chunk order (``vector`` and ``fused`` are None). A
+    :class:`QuestionVector` is asked for only when there is something to choose: when no document has more
+    than ``k_per_doc`` rows (an article of a few chunks), every row is answered, ordered as without a vector.
+    The model's 15–30 ms on a CPU would only reorder them."""
     rows = chunks.rows(doc_ids, narrowing)
     if not rows.num_rows:
         return []
+    if isinstance(query_vector, QuestionVector):
+        per_doc = pc.value_counts(rows.column("doc_id")).field("counts")
+        query_vector = query_vector() if pc.max(per_doc).as_py() > k_per_doc else None
     if query_vector is None:
         words = lexical(chunks.positions(rows)) if lexical is not None else None
         key = np.asarray(words, np.float64) if words is not None else np.zeros(rows.num_rows)

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from lookup.chunks import Chunk, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
+from lookup.chunks import Chunk, QuestionVector, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.errors import LookupProblem
 from lookup.fusion import Candidate, fuse, language_first, question_language
 from lookup.grammar import parse
@@ -190,12 +190,14 @@ class Lookup:
         self,
         snap: Snapshot,
         docs: list[str],
-        vector: Any | None,
+        vector: np.ndarray | QuestionVector | None,
         k_per_doc: int,
         narrowing: Narrowing,
         query: str = "",
     ) -> list[Chunk]:
         if snap.chunks is None:  # data written before versions: only the index has the chunks
+            if isinstance(vector, QuestionVector):
+                vector = vector()
             vector = vector if vector is not None else self.embedder.embed_queries([query or " "])[0]
             return fetch_chunks_by_doc_ids(
                 docs, "", k_per_doc, narrowing.articles, collection=self.collection, embedder=self.embedder,
@@ -288,8 +290,11 @@ class Lookup:
         plan = fetch_plan(matches)
         asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
         # a question that only names documents («ст. 182 ТК РК») has nothing to compare chunks with: they are
-        # ranked without the model (BM25 of its words, then chunk order), which spares a model call per lookup
-        vector = None if asked == query and snap.chunks is not None else self.embedder.embed_queries([asked])[0]
+        # ranked without the model (BM25 of its words, then chunk order), which spares a model call per lookup;
+        # one with words asks the model once, and only when a fetch has more chunks than it answers
+        vector: QuestionVector | None = None
+        if asked != query or snap.chunks is None:
+            vector = QuestionVector(lambda: self.embedder.embed_queries([asked])[0])
         chunks: list[Chunk] = []
         for narrowing in dict.fromkeys(plan.values()):
             docs = [d for d, n in plan.items() if n == narrowing]
@@ -308,7 +313,7 @@ class Lookup:
                            {k: v for k, v in changed.items() if v}, snap.version)  # fmt: skip
 
     def _replacements(
-        self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: Any, query: str
+        self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: QuestionVector | None, query: str
     ) -> list[Chunk]:
         """Chunks of the acts that replaced a repealed act the question found, marked as such, after the rest."""
         docs = snap.registry.docs

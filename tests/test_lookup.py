@@ -249,7 +249,8 @@ def test_a_point_of_the_approved_rules_narrows_to_the_annex_chunks_that_open_it(
 def test_a_question_that_only_names_documents_costs_no_model_call(sample_run) -> None:  # type: ignore[no-untyped-def]
     """«ст. 182 ТК РК» has no words to compare chunks with: its article's chunks are ranked by BM25 and chunk
     order, and the embedder is never asked (a model call is most of a served exact lookup's time). A question
-    with words beyond its identifiers still ranks by the model."""
+    with words beyond its identifiers ranks by the model when a document has more chunks than the answer
+    takes, with one model call per question."""
     from vectors.embed import HashingEmbedder
 
     class Counting(HashingEmbedder):
@@ -266,6 +267,21 @@ def test_a_question_that_only_names_documents_costs_no_model_call(sample_run) ->
     assert {c.doc_id for c in named.chunks} == {"k1500000414"} and all("182" in c.article_labels for c in named.chunks)
     assert all(c.vector is None and c.fused is None for c in named.chunks)
     assert named.chunks[0].language == "rus" and named.chunks[0].lexical and named.chunks[0].lexical > 0
-    asked = lookup.route("ст. 182 ТК РК: сколько дней длится отпуск")
+    # words, but nothing to choose: the article has no more chunks than the answer takes, so all of them come
+    # back in BM25 then chunk order, and the model is not asked
+    worded = lookup.route("ст. 182 ТК РК: сколько дней длится отпуск")
+    assert counting.asked == [] and len(worded.chunks) == len(named.chunks) <= 5
+    assert {c.chunk_id for c in worded.chunks} == {c.chunk_id for c in named.chunks}
+    # something to choose (the whole code, one chunk of the article): the model is asked, once per question
+    assert len(named.chunks) > 1, "article 182 of the bundled Labour Code is chunked in several parts"
+    whole = lookup.route("ТК РК: сколько дней длится отпуск")
     assert len(counting.asked) == 1 and counting.asked[0].endswith("сколько дней длится отпуск")
-    assert asked.chunks and all(c.vector is not None for c in asked.chunks)
+    assert len(whole.chunks) == 5 and all(c.vector is not None for c in whole.chunks)
+    one = lookup.route("ст. 182 ТК РК: сколько дней длится отпуск", k_per_doc=1)
+    assert len(counting.asked) == 2 and len(one.chunks) == 1 and one.chunks[0].vector is not None
+    both = lookup.route("ст. 182 ТК РК и ISO 45001: сколько дней длится отпуск", k_per_doc=1)  # two fetches
+    assert len(counting.asked) == 3 and all(c.vector is not None for c in both.chunks) and len(both.chunks) == 2
+    before = len(counting.asked)
+    several = lookup.route("ISO 45001, 29 CFR 1910.146 и ТК РК: обязанности работодателя")
+    assert {c.doc_id for c in several.chunks} == {"iso-45001", "osha-1910.146", "k1500000414"}  # 6, 10, 10 chunks
+    assert len(counting.asked) == before + 1 and counting.asked[-1].endswith("обязанности работодателя")
