@@ -10,6 +10,7 @@ so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chro
     python benchmarks/probe_stages.py 100000 --chroma-url http://127.0.0.1:8799
     python benchmarks/probe_stages.py 40 --shaped --noop-index   # 40 copies of the real corpus
     python benchmarks/probe_stages.py 130 --shaped --noop-index --split-lexical   # the BM25 build apart
+    python benchmarks/probe_stages.py 40 --shaped --noop-index --split-enrich     # each step of enrich
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def main() -> None:
     parser.add_argument("--chroma-url", help="a chroma run server (else the embedded index under the home)")
     parser.add_argument("--shaped", action="store_true", help="CHUNKS is copies of the real corpus (shaped.py)")
     parser.add_argument("--split-lexical", action="store_true", help="the BM25 build's own peak, apart from enrich")
+    parser.add_argument("--split-enrich", action="store_true", help="each step of the enrich stage's own peak")
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -81,6 +83,26 @@ def main() -> None:
             return built
 
         stages.build_lexical = timed_build  # type: ignore[assignment]
+    if args.split_enrich:  # each step of the enrich stage on its own line, its own high-water mark
+        from runs import build
+
+        def watched(module: Any, name: str) -> None:
+            inner = getattr(module, name)
+
+            def call(*given: Any, **named: Any) -> Any:
+                Path("/proc/self/clear_refs").write_text("5")
+                peak.update(arrow=0)
+                out = inner(*given, **named)
+                print(f"  {name:<20} peak {status('VmHWM'):5} MB  after {status('VmRSS'):5} MB  "
+                      f"Arrow {peak['arrow']:4} MB", flush=True)  # fmt: skip
+                return out
+
+            setattr(module, name, call)
+
+        for module, name in ((build, "join_files"), (build, "combine_files"), (build, "write_parquet_stream"),
+                             (stages, "carry_rejects"), (stages, "same_tables"), (stages, "write_small_tables"),
+                             (stages, "_live_keys"), (stages, "build_lexical")):  # fmt: skip
+            watched(module, name)
     url = args.chroma_url
     if args.noop_index:
         url = "http://127.0.0.1:9"  # never contacted: the client below stands in for it
