@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import replace
 
@@ -20,7 +21,6 @@ from extractors.reference import find_local_issuer
 from extractors.requisites import parse_date
 from lookup.binding import bind
 from lookup.code_names import code_of, code_regex
-from lookup.gate import gated
 from lookup.identifier import Identifier, IdentifierKind, Row
 from lookup.parts import (
     ART,
@@ -225,13 +225,17 @@ def _row(name: str, kind: IdentifierKind, regex: str, build: Builder, *examples:
     return Row(name, kind, re.compile(regex, flags), examples, build, folded)
 
 
-@functools.cache
+_BUILDING = threading.Lock()
+
+
 def rows() -> tuple[Row, ...]:
-    """The grammar, built once on first use (no import-time work); each pattern behind its first-character
-    gate (:mod:`lookup.gate`: the same matches, a tenth of the time on a worded question)."""
-    return tuple(replace(row, pattern=gated(row.pattern)) for row in _rows())
+    """The grammar, built once on first use (no import-time work). A server's first questions arrive
+    together: one thread builds it, the others wait for it instead of each building their own."""
+    with _BUILDING:
+        return _rows()
 
 
+@functools.cache
 def _rows() -> tuple[Row, ...]:
     code, issuer = code_regex(), issuer_regex()
     date_sep = r"(?:\s*,?\s*(?:от|from|dated)?\s*)"

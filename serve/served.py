@@ -10,6 +10,7 @@ from pathlib import Path
 
 from fastapi import HTTPException
 
+from lookup.grammar import rows
 from lookup.route import Lookup
 from lookup.version import Snapshot
 from runs.history import RunHistory
@@ -43,6 +44,7 @@ class Served:
         self._open()
 
     def _open(self) -> None:
+        rows()  # the query grammar (~0.5 s), built before the first question rather than by it
         try:
             self.lookup = Lookup.open(self.config.home, self.config.chroma_url, self.config.embedder,
                                       self.config.max_candidates)  # fmt: skip
