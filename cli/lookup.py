@@ -26,8 +26,10 @@ def lookup_command(
 
     Example: `zan lookup --json "ст. 182 ТК РК" --home ./data`
     """
+    from lookup.gate import use_gates
     from lookup.route import Lookup
 
+    use_gates(False)  # one question: the grammar's gates would cost more to build than they save
     with failing("lookup"):
         result = Lookup.open(home, chroma_url, embedder, max_candidates).route(query, k_per_doc=k_per_doc)
     if as_json:

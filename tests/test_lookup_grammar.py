@@ -407,24 +407,25 @@ def test_canonical_is_idempotent_and_context_free(case: tuple[str, str, str], he
 # --- the first-character gate (lookup.gate) changes speed, never a match ------------------------------------
 
 
-def _ungated_rows(monkeypatch: pytest.MonkeyPatch) -> tuple:  # type: ignore[type-arg]
-    """The grammar built with every gate off: the patterns as they were before :mod:`lookup.gate`."""
+def _ungated_rows() -> tuple:  # type: ignore[type-arg]
+    """The grammar built with the gates off (as ``zan lookup`` builds it): the patterns as they were before
+    :mod:`lookup.gate`."""
     import lookup.code_names
     import lookup.grammar
     import lookup.parts
+    from lookup.gate import use_gates
 
     def clear() -> None:
         for cached in (lookup.code_names.code_regex, lookup.parts.issuer_regex, lookup.parts._named_issuers,
                        lookup.grammar._rows):  # fmt: skip
             cached.cache_clear()
 
-    monkeypatch.setattr(lookup.parts, "gate", lambda regex, flags=0: f"(?:{regex})")
-    monkeypatch.setattr(lookup.code_names, "gate", lambda regex, flags=0: f"(?:{regex})")
+    use_gates(False)
     clear()
     try:
         return lookup.grammar._rows()
     finally:
-        monkeypatch.undo()
+        use_gates(True)
         clear()
 
 
@@ -435,8 +436,9 @@ def _questions() -> list[str]:
     return asked + examples + [f"Вопрос: {e} — что там сказано? {e.upper()} {e.lower()}" for e in examples]
 
 
-def test_gate_keeps_every_match_of_every_row(monkeypatch: pytest.MonkeyPatch) -> None:
-    plain = _ungated_rows(monkeypatch)
+def test_gate_keeps_every_match_of_every_row() -> None:
+    plain = _ungated_rows()
+    assert not any("(?=[" in row.pattern.pattern for row in plain)
     gated_rows = rows()
     assert [r.name for r in plain] == [r.name for r in gated_rows]
     assert sum(a.pattern.pattern != b.pattern.pattern for a, b in zip(plain, gated_rows, strict=True)) >= 4
