@@ -23,8 +23,8 @@ run: setup  ## extract, build the registry, enrich and index the bundled corpus 
 	$(UV) run zan sql "SELECT doc_id, doc_type, issuer, order_number, law_zrk, intl_org, intl_section FROM registry ORDER BY doc_id" --home $(HOME_DIR)
 	$(UV) run zan lookup "приказ 211" --home $(HOME_DIR) --k-per-doc 1
 
-test: setup  ## the test suite (the same command CI runs); the deployment test is `make test-deploy`
-	$(UV) run pytest -q -m "not deploy"
+test: setup  ## the test suite on both cores (the same command CI runs; CI must stay under 30 min); the deployment test is `make test-deploy`
+	$(UV) run pytest -q -n 2 -m "not deploy"
 
 browser-deps:  ## Debian's Chromium and its driver: the pages' real-browser test (no browser download)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { apt-get update -q && \
