@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from extractors.amendments import amendments
 from extractors.model import Document
-from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, parse_note, parse_note_counted
+from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, note_target, parse_note, parse_note_counted
 from extractors.reference import code_by_title
 from schemas.arrow import LINEAGE_SCHEMA, conform
 from schemas.kinds import DOC_TYPES, as_doc_type
@@ -59,7 +59,9 @@ def act_written(r: Relation) -> str:
 
 def repeal_of(notes: Iterable[str]) -> dict[str, Any]:
     """``repealed_by`` and ``repealed_on`` of an act whose own notes say it lost force."""
-    repeal = next((r for r in note_relations(notes) if r.relation == "repealed" and r.target_kind == "act"), None)
+    # only a note about the whole act can say it lost force: the others (most of a code's) are not parsed
+    acts = (line for note in notes for line in note.split("\n") if note_target(line) == "act")
+    repeal = next((r for r in note_relations(acts) if r.relation == "repealed" and r.target_kind == "act"), None)
     if repeal is None:
         return {"repealed_by": None, "repealed_on": None}
     return {"repealed_by": act_written(repeal), "repealed_on": repeal.takes_effect or repeal.by_date}

@@ -34,6 +34,7 @@ from schemas.identifiers import (
     normalize_space,
 )
 from schemas.kinds import DocType
+from schemas.regex_gate import gate
 
 RelationKind = Literal["amended", "new_edition", "added", "excluded", "repealed", "suspended"]
 TargetKind = Literal["act", "article", "heading", "point", "chapter", "section", "annex", "toc"]
@@ -145,7 +146,9 @@ _RELATION_ROWS: tuple[tuple[RelationKind, str], ...] = (
     ),
 )
 RELATIONS: tuple[tuple[RelationKind, re.Pattern[str]], ...] = tuple((k, re.compile(r, re.I)) for k, r in _RELATION_ROWS)
-_ANY_RELATION = re.compile("|".join(f"(?:{p.pattern})" for _, p in RELATIONS), re.I)
+# one scan for every phrase, all and each behind a look-ahead of their first letters (a position that starts
+# none fails on one character class); the group that matched names the relation
+_ANY_RELATION = re.compile(gate("|".join(f"(?P<{k}>{gate(r, re.I)})" for k, r in _RELATION_ROWS), re.I), re.I)
 
 _DATE = r"\d{1,2}\.\d{1,2}\.\d{4}"
 # an act inside a clause: «от 04.05.2020 № 321-VІ (вводится …)» or Kazakh «06.04.2016 № 483-V (…)»
@@ -163,6 +166,7 @@ _TYPE_ROWS: tuple[tuple[DocType, str], ...] = (
     ("order", r"\bприказ\w*|бұйры\w*"),
 )
 _TYPE_WORDS: tuple[tuple[DocType, re.Pattern[str]], ...] = tuple((k, re.compile(r, re.I)) for k, r in _TYPE_ROWS)
+_ANY_TYPE = re.compile(gate("|".join(f"(?P<{k}>{gate(r, re.I)})" for k, r in _TYPE_ROWS), re.I), re.I)  # as above
 _EFFECT_DATE = re.compile(
     rf"(?:вводится\s+в\s+действие|вступает\s+в\s+силу)\s+с\s+(?P<d1>{_DATE})|(?P<d2>{_DATE})\s+бастап"
 )
@@ -185,15 +189,10 @@ def parse_note_counted(note: str) -> tuple[list[Relation], int]:
     """The relations one note states (at most :data:`MAX_RELATIONS`) and how many it states in all. Linear in
     the note's length: each clause's type words, Kazakh «…мен» words and «;» are found once, and each act
     looks its type up among them."""
-    text = fold_dashes(normalize_space(note))
-    head = NOTE_START.match(text)
-    if not head:
+    found = _target(note)
+    if found is None:
         return [], 0
-    body = text[head.end() :]
-    target = next(((t, m) for t in TARGETS if (m := t.pattern.match(body))), None)
-    if target is None:
-        return [], 0
-    row, match = target
+    body, row, match = found
     labels = _labels(match)
     out: list[Relation] = []
     total = 0
@@ -208,6 +207,23 @@ def parse_note_counted(note: str) -> tuple[list[Relation], int]:
             by_type = types.of(act)
             out += [_relation(kind, row, match, label, by_type, act) for label in targets]
     return out[:MAX_RELATIONS], total
+
+
+def note_target(note: str) -> TargetKind | None:
+    """What a note is about (the kind of its target: ``act`` for the whole act), read from its head alone,
+    without parsing its clauses; None for a line that is not a lineage note."""
+    found = _target(note)
+    return found[1].kind if found else None
+
+
+def _target(note: str) -> tuple[str, _Target, re.Match[str]] | None:
+    """(the note's body after «Сноска.», its target row, the row's match), or None."""
+    text = fold_dashes(normalize_space(note))
+    head = NOTE_START.match(text)
+    if not head:
+        return None
+    body = text[head.end() :]
+    return next(((body, t, m) for t in TARGETS if (m := t.pattern.match(body))), None)
 
 
 def _labels(match: re.Match[str]) -> list[str]:
@@ -225,7 +241,7 @@ def _clauses(body: str) -> list[tuple[RelationKind, str]]:
     out: list[tuple[RelationKind, str]] = []
     for i, m in enumerate(starts):
         end = starts[i + 1].start() if i + 1 < len(starts) else len(body)
-        kind = next(k for k, p in RELATIONS if p.fullmatch(m.group(0)))
+        kind: RelationKind = m.lastgroup  # type: ignore[assignment]  # the row whose phrase matched
         # «Указом Президента РК, имеющим силу Закона, от …» is a decree: the force it has is not its type
         out.append((kind, _FORCE_OF_LAW.sub("", body[m.start() : end])))
     return out
@@ -234,7 +250,9 @@ def _clauses(body: str) -> list[tuple[RelationKind, str]]:
 _FORCE_OF_LAW = re.compile(r",?\s*имеющ\w*\s+силу\s+(?:конституционного\s+)?закона,?", re.I)
 
 
-_KZ_INSTRUMENTAL = re.compile(r"[А-ЯЁӘҒҚҢӨҰҮҺІа-яёәғқңөұүһі]+(?:мен|бен|пен)\b")
+# a match can only start where a run of these letters starts (it must end where the run ends, at «\b»): the
+# look-behind says so, so a long word is not tried from each of its letters
+_KZ_INSTRUMENTAL = re.compile(r"(?<![А-ЯЁӘҒҚҢӨҰҮҺІа-яёәғқңөұүһі])[А-ЯЁӘҒҚҢӨҰҮҺІа-яёәғқңөұүһі]+(?:мен|бен|пен)\b")
 
 
 class _ClauseTypes:
@@ -246,9 +264,9 @@ class _ClauseTypes:
 
     def __init__(self, clause: str) -> None:
         self.clause = clause
-        found = sorted((m.start(), kind) for kind, p in _TYPE_WORDS for m in p.finditer(clause))
+        found = [(m.start(), m.lastgroup) for m in _ANY_TYPE.finditer(clause)]
         self.starts = [start for start, _ in found]
-        self.kinds = [kind for _, kind in found]
+        self.kinds: list[DocType] = [kind for _, kind in found]  # type: ignore[misc]
         self.semicolons = [m.start() for m in re.finditer(";", clause)]
         self.instrumental = [m.start() for m in _KZ_INSTRUMENTAL.finditer(clause)]
 

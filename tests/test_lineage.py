@@ -244,3 +244,57 @@ def test_lineage_streamed_in_batches_is_the_lineage_of_the_whole(corpus_run) -> 
     assert with_replacements(registry, found.repeals).equals(with_replacements(registry, whole))
     published = pq.read_table(published_file(corpus_run[1], "lineage.parquet"))
     assert published.num_rows == whole.num_rows  # what the run wrote, streamed from the version's chunks
+
+
+def _corpus_note_lines() -> list[str]:
+    """Every editorial note line of the real adilet pages (both languages), as the run reads them."""
+    from extractors.discover import extract_file
+    from extractors.notes import NOTE_START
+
+    folder = corpus_file("adilet/rus/K1500000414.html").parent.parent
+    lines = []
+    for page in sorted(folder.glob("*/*.html")):
+        document = extract_file(page).document
+        for unit in document.units if document else []:
+            lines += [line for note in unit.notes for line in note.split("\n") if NOTE_START.match(line)]
+    return lines
+
+
+def test_gated_note_scans_find_what_each_phrase_finds_alone() -> None:
+    """The relation phrases and the type words are found in one gated scan each (``schemas.regex_gate``):
+    on every note of the real pages, the same clauses with the same relations, the same type words and the
+    same Kazakh «…мен» words as the rows' own patterns, one at a time and ungated, find."""
+    from extractors import notes
+
+    lines = [notes.fold_dashes(notes.normalize_space(line)) for line in _corpus_note_lines()]
+    assert len(lines) > 100, "the Labour Code alone has over a hundred notes"
+    plain = re.compile("|".join(f"(?:{p.pattern})" for _, p in notes.RELATIONS), re.I)
+    kz_plain = re.compile(notes._KZ_INSTRUMENTAL.pattern.split(")", 1)[1])  # without its look-behind
+    kinds = {"relations": set(), "types": set()}  # type: ignore[var-annotated]
+    for line in lines:
+        want = [(m.span(), next(k for k, p in notes.RELATIONS if p.fullmatch(m[0]))) for m in plain.finditer(line)]
+        assert [(m.span(), m.lastgroup) for m in notes._ANY_RELATION.finditer(line)] == want, line
+        types = sorted((m.start(), kind) for kind, p in notes._TYPE_WORDS for m in p.finditer(line))
+        assert [(m.start(), m.lastgroup) for m in notes._ANY_TYPE.finditer(line)] == types, line
+        assert [m.span() for m in notes._KZ_INSTRUMENTAL.finditer(line)] == [m.span() for m in kz_plain.finditer(line)]
+        kinds["relations"] |= {k for _, k in want}
+        kinds["types"] |= {k for _, k in types}
+    assert kinds["relations"] >= {"amended", "new_edition", "added", "excluded", "repealed"}, kinds
+    assert kinds["types"] >= {"law", "code", "decree"}, kinds
+
+
+def test_repeal_reads_only_notes_about_the_whole_act() -> None:
+    """``repeal_of`` parses only the notes whose head is about the whole act (``note_target``); on the real
+    pages' notes it finds what parsing every note finds, and a repeal note is found among article notes."""
+    from enrich.lineage import act_written, note_relations, repeal_of
+    from extractors.notes import note_target
+
+    lines = _corpus_note_lines()
+    every = next((r for r in note_relations(lines) if r.relation == "repealed" and r.target_kind == "act"), None)
+    got = repeal_of(lines)
+    assert got["repealed_by"] == (act_written(every) if every else None)
+    assert {note_target(line) for line in lines} >= {"article", "act"} or every is None
+    repeal = "Сноска. Утратил силу Указом Президента РК, имеющим силу Закона от 18.07.1995 № 2367."
+    assert note_target(repeal) == "act" and note_target(lines[0]) != "act"
+    found = repeal_of([*lines[:50], repeal, *lines[50:100]])
+    assert found == {"repealed_by": "Указ РК от 18.07.1995 № 2367", "repealed_on": D(1995, 7, 18)}
