@@ -123,7 +123,8 @@ def test_e5_with_fusion_finds_the_answer_in_the_top_5_for_nine_questions_in_ten(
 def test_the_out_of_core_bm25_index_is_the_one_bm25s_builds(tmp_path, monkeypatch, block) -> None:  # type: ignore[no-untyped-def]
     """The index is written column block by column block from spill files (vectors.bm25), not built in memory
     by bm25s (~2 KB a chunk); it is bm25s's own index of the same terms, array for array, and scores alike.
-    A block of 97 entries and reads of 101 make the bundled corpus take ~20 blocks of ~18 reads each."""
+    A block of 97 entries and reads of 101 make the bundled corpus take ~20 blocks of ~18 reads each; batches
+    of 7 chunks, a dozen batches analysed and counted whole."""
     import json
 
     import bm25s
@@ -132,6 +133,7 @@ def test_the_out_of_core_bm25_index_is_the_one_bm25s_builds(tmp_path, monkeypatc
     from bm25s.tokenization import Tokenized
 
     import vectors.bm25
+    import vectors.lexical
     from runs.pipeline import run
     from schemas.published import published_file
     from tests.conftest import SAMPLE
@@ -140,6 +142,7 @@ def test_the_out_of_core_bm25_index_is_the_one_bm25s_builds(tmp_path, monkeypatc
     if block:
         monkeypatch.setattr(vectors.bm25, "BLOCK", block)
         monkeypatch.setattr(vectors.bm25, "READ", 101)
+        monkeypatch.setattr(vectors.lexical, "BATCH", 7)  # analysed and counted 7 chunks at a time
     home = tmp_path / "home"
     run([SAMPLE], home)
     chunks = published_file(home, "enriched_chunks.parquet")

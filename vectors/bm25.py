@@ -55,15 +55,26 @@ class Bm25Writer:
 
     def add(self, ids: np.ndarray) -> None:
         """One chunk's term ids (vocabulary positions), in row order."""
-        terms, counts = np.unique(ids.astype(np.int32, copy=False), return_counts=True)
-        if len(terms) and terms[-1] >= len(self._df):
-            self._df = np.concatenate([self._df, np.zeros(max(len(self._df), int(terms[-1]) + 1), np.int64)])
-        self._df[terms] += 1
-        self._terms.write(terms.astype(np.int32).tobytes())
+        self.add_batch(ids, np.array([len(ids)], np.int64))
+
+    def add_batch(self, ids: np.ndarray, lengths: np.ndarray) -> None:
+        """The term ids of ``len(lengths)`` chunks, back to back in row order (``lengths``: each one's count).
+        Each chunk's distinct terms (ascending) and their counts come from one sort of the batch's (chunk,
+        term) pairs: what :meth:`add` of each chunk would append, without a NumPy call per chunk."""
+        n = len(lengths)
+        if not n:
+            return
+        rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        pairs, counts = np.unique((rows << 32) | ids.astype(np.int64, copy=False), return_counts=True)
+        terms = (pairs & 0xFFFFFFFF).astype(np.int32)
+        if len(terms) and int(terms.max()) >= len(self._df):
+            self._df = np.concatenate([self._df, np.zeros(max(len(self._df), int(terms.max()) + 1), np.int64)])
+        self._df += np.bincount(terms, minlength=len(self._df))
+        self._terms.write(terms.tobytes())
         self._counts.write(counts.astype(np.int32).tobytes())
-        self._pending.append(len(ids))
-        self._pending_distinct.append(len(terms))
-        self.chunks += 1
+        self._pending.extend(np.asarray(lengths, np.int64).tolist())
+        self._pending_distinct.extend(np.bincount(pairs >> 32, minlength=n).tolist())
+        self.chunks += n
         if len(self._pending) >= 65_536:
             self._flush_lengths()
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vectors.texts import TextWriter
@@ -86,10 +87,43 @@ def query_terms(text: str) -> list[str]:
 BATCH = 4_096
 
 
+def batch_terms(texts: list[str | None], languages: list[str | None]) -> tuple[list[str], np.ndarray]:
+    """The terms of a batch of chunks, as :func:`terms` gives each, flattened in row order, and each chunk's
+    count. The Snowball stemmer is called once per language for the whole batch (it was once per chunk), and a
+    Kazakh word is folded once per batch."""
+    found = [words(text or "") for text in texts]
+    out: list[list[str]] = [[] for _ in found]
+    by_stemmer: dict[str, list[int]] = {}
+    kazakh: dict[str, str] = {}  # each distinct Kazakh word folded once
+    for row, language in enumerate(languages):
+        if language == "kaz":
+            out[row] = [kazakh.get(w) or kazakh.setdefault(w, kazakh_terms([w])[0]) for w in found[row]]
+        else:
+            by_stemmer.setdefault("english" if language == "eng" else "russian", []).append(row)
+    for name, rows in by_stemmer.items():
+        stemmed = iter(_stemmer(name).stemWords([w for row in rows for w in found[row]]))  # type: ignore[attr-defined]
+        for row in rows:
+            out[row] = [next(stemmed) for _ in found[row]]
+    return [t for row in out for t in row], np.fromiter((len(row) for row in out), np.int64, len(out))
+
+
+def term_ids(flat: list[str], vocab: dict[str, int]) -> np.ndarray:
+    """Vocabulary positions of ``flat`` (new terms get the next ones, in the order they first occur): Arrow
+    finds the batch's distinct terms, so Python touches each distinct term once, not every token."""
+    if not flat:
+        return np.zeros(0, np.int32)
+    encoded = pa.array(flat, pa.string()).dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()  # in order of first occurrence
+    mapping = np.fromiter((vocab.setdefault(t, len(vocab)) for t in distinct), np.int32, len(distinct))
+    return mapping[encoded.indices.to_numpy(zero_copy_only=False)]
+
+
 def build_lexical(enriched: Path, out: Path) -> int:
     """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
     (:mod:`vectors.texts`) written to ``out`` (replaced whole, via a temporary folder); returns the number of
-    chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus."""
+    chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus. Each batch is
+    analysed, mapped to term ids and counted whole (:func:`batch_terms`, :func:`term_ids`,
+    :meth:`~vectors.bm25.Bm25Writer.add_batch`): the same index as chunk by chunk, in a third of the time."""
     from vectors.bm25 import Bm25Writer
 
     vocab: dict[str, int] = {}
@@ -99,9 +133,10 @@ def build_lexical(enriched: Path, out: Path) -> int:
     index = Bm25Writer(tmp)
     reader = pq.ParquetFile(enriched, pre_buffer=False)
     for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language"]):
-        for text, language in zip(batch.column("text").to_pylist(), batch.column("language").to_pylist(), strict=True):
-            found = terms(text or "", language)
-            index.add(np.fromiter((vocab.setdefault(t, len(vocab)) for t in found), dtype=np.int32, count=len(found)))
+        chunk_texts = batch.column("text").to_pylist()
+        flat, lengths = batch_terms(chunk_texts, batch.column("language").to_pylist())
+        index.add_batch(term_ids(flat, vocab), lengths)
+        for text in chunk_texts:
             texts.add(text or "")
     texts.close()
     if index.chunks:
