@@ -115,7 +115,7 @@ def term_ids(flat: list[str], vocab: dict[str, int]) -> np.ndarray:
     encoded = pa.array(flat, pa.string()).dictionary_encode()
     distinct = encoded.dictionary.to_pylist()  # in order of first occurrence
     mapping = np.fromiter((vocab.setdefault(t, len(vocab)) for t in distinct), np.int32, len(distinct))
-    return mapping[encoded.indices.to_numpy(zero_copy_only=False)]
+    return np.asarray(mapping[encoded.indices.to_numpy(zero_copy_only=False)], np.int32)
 
 
 def build_lexical(enriched: Path, out: Path) -> int:
