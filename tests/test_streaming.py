@@ -3,6 +3,7 @@ without a sort, the index stage in blocks. Small blocks must give exactly what t
 
 from __future__ import annotations
 
+import os
 import random
 import subprocess
 import sys
@@ -309,3 +310,37 @@ def test_iter_parquet_reads_a_file_in_order_in_bounded_batches(tmp_path: Path) -
     batches = list(iter_parquet(path, 128))
     assert max(b.num_rows for b in batches) <= 128
     assert [v for b in batches for v in b.column("n").to_pylist()] == list(range(1000))
+
+
+MAPPED = """
+import ctypes, sys
+import numpy as np
+from runs.memory import lean_malloc
+
+class Info(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+libc = ctypes.CDLL("libc.so.6")
+libc.mallinfo2.restype = Info
+print(lean_malloc() if sys.argv[1] == "lean" else False)
+first = np.ones(4 << 20, np.uint8)  # 4 MB: glibc maps it
+del first                            # freed: by default glibc now raises its threshold to 4 MB
+second = np.ones(4 << 20, np.uint8)  # so this one lands in the heap, unless the threshold was fixed
+print(libc.mallinfo2().hblkhd >= 4 << 20)
+"""
+
+
+@pytest.mark.parametrize(("mode", "mapped"), [("lean", True), ("default", False)])
+def test_a_freed_large_block_does_not_send_the_next_ones_to_the_heap(mode: str, mapped: bool) -> None:
+    """glibc's malloc raises its mmap threshold when a large block is freed, so the next blocks of a few MB
+    (a block's vectors, the store's keys) stay in the heap and a run's memory grows with the corpus;
+    ``lean_malloc`` (called by every run and task) keeps the threshold where it was."""
+    import platform
+
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("glibc's malloc only")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "GLIBC_TUNABLES"))}
+    done = subprocess.run([sys.executable, "-c", MAPPED, mode], cwd=ROOT, env=env, capture_output=True, text=True,
+                          check=True)  # fmt: skip
+    assert done.stdout.split() == [str(mapped), str(mapped)]
