@@ -47,15 +47,16 @@ def run(
 ) -> RunInfo:
     """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures. With no
     embedder given, the published version's is used (the offline ``hash`` one for a new HOME). ``workers``:
-    processes that embed new texts at once (:mod:`runs.embedding`)."""
+    processes that extract the files (one shard each, as the DAG's tasks) and embed new texts at once
+    (:mod:`runs.embedding`); the version is the same whatever their number."""
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
     embedder_id = identified(embedder, home, record=not options.dry_run)
-    state = stages.begin(home, sources, options, chroma_url, embedder.spec, embedder_id=embedder_id, holder="process")
+    state = stages.begin(home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id,
+                         holder="process")  # fmt: skip
     try:
-        for n in range(len(stages.RunState.load(state).shards)):
-            stages.extract_shard(state, n, progress)
+        stages.extract_all(state, workers, progress)
         stages.registry(state)
         stages.enrich(state)
         if workers > 1:

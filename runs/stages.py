@@ -24,10 +24,12 @@ task and passes the state file's path through XCom. Same library path either way
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import shutil
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 import pyarrow as pa
@@ -197,8 +199,8 @@ def _size(path: str) -> int:
 
 def extract_shard(state_path: Path | str, index: int, progress: Progress | None = None) -> Path:
     """Extract one shard's files: documents stream to ``shard-N.docs`` as they are read; the rejects go to
-    ``shard-N.rejects.parquet`` and the time taken to ``shard-N.json``, written last (its presence says the
-    shard is complete)."""
+    ``shard-N.rejects.parquet`` and the time taken (and the process) to ``shard-N.json``, written last (its
+    presence says the shard is complete)."""
     state = RunState.load(state_path)
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
@@ -209,8 +211,27 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     write_parquet_atomic(reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA,
                          "rejects")  # fmt: skip
     out = state.work / f"shard-{index:04d}.json"
-    write_text_atomic(out, json.dumps({"seconds": seconds}))
+    write_text_atomic(out, json.dumps({"seconds": seconds, "pid": os.getpid()}))  # the process it ran in
     return out
+
+
+def extract_all(state_path: Path | str, workers: int = 1, progress: Progress | None = None) -> None:
+    """Every shard of the run: here, file by file, when ``workers`` is 1 (or there is one shard); else each
+    in one of ``workers`` processes (spawned: a fork after Arrow's pools started can deadlock), progress
+    counted in shards. Shards are written to their own files, so the version is the same either way (the
+    registry orders documents by source file, not by shard)."""
+    shards = len(RunState.load(state_path).shards)
+    if workers <= 1 or shards <= 1:
+        for n in range(shards):
+            extract_shard(state_path, n, progress)
+        return
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, shards), mp_context=spawn) as pool:
+        pending = [pool.submit(extract_shard, str(state_path), n) for n in range(shards)]
+        for done, future in enumerate(as_completed(pending), 1):
+            future.result()  # a shard's failure fails the run, as in one process
+            if progress:
+                progress("extract", done, shards)
 
 
 # --- registry and enrich --------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -193,3 +194,30 @@ def test_run_against_a_real_chroma_server(tmp_path: Path) -> None:
         info = run([SAMPLE / "standards"], tmp_path / "home", chroma_url=url)
         assert open_client(chroma_url=url).get_collection(COLLECTION).count() == info.chunks == info.indexed
         assert not (tmp_path / "home" / "chroma").exists()
+
+
+def test_two_workers_extract_in_two_processes_and_publish_the_same_version(tmp_path: Path) -> None:
+    """``zan run --workers 2`` extracts its files in two spawned processes, one shard each (as the DAG's
+    tasks do): the registry, the chunks and the rejects it publishes are the ones one process publishes,
+    bad files included."""
+    source = tmp_path / "source"
+    shutil.copytree(SAMPLE, source)
+    (source / "broken.html").write_bytes(b"\x00\x01 not a page")
+    homes = {workers: tmp_path / f"home{workers}" for workers in (1, 2)}
+    infos = {workers: run([source], home, workers=workers) for workers, home in homes.items()}
+    assert infos[1].chunks == infos[2].chunks > 50 and infos[2].files == infos[1].files
+    for name in ("registry.parquet", "enriched_chunks.parquet", "rejects.parquet"):
+        one, two = (pq.read_table(published_file(home, name)) for home in homes.values())
+        run_ids = [c for c in ("run_id",) if c in one.column_names]
+        assert one.drop_columns(run_ids).equals(two.drop_columns(run_ids)), name
+    rejects = pq.read_table(published_file(homes[2], "rejects.parquet")).column("source_file").to_pylist()
+    assert any(str(f).endswith("broken.html") for f in rejects)
+    # the stages themselves: two shards, each extracted in a process of its own, not this one
+    from runs import stages
+
+    state = stages.begin(tmp_path / "home3", [source], shards=2, holder="process")
+    stages.extract_all(state, 2)
+    marks = [json.loads(p.read_text()) for p in sorted(stages.RunState.load(state).work.glob("shard-*.json"))]
+    pids = {mark["pid"] for mark in marks}
+    assert len(marks) == 2 and len(pids) == 2 and os.getpid() not in pids
+    stages.finish(state)
