@@ -107,6 +107,16 @@ def meta_hash(row: Mapping[str, Any]) -> str:
     return meta_hashes(metadata_table([row]))[0].as_py()  # type: ignore[no-any-return]
 
 
+def record_meta_hashes(records: list[Mapping[str, Any]]) -> list[str]:
+    """:func:`meta_hash` of each of ``records`` (what Chroma returned), built as one table: a run's read-back
+    of 2 000 records took 9 s one record at a time (a one-row table each). Records whose values cannot share
+    a column (a key of another type in one of them: not zan's writing) are hashed one by one."""
+    try:
+        return [str(h) for h in meta_hashes(metadata_table(list(records))).to_pylist()]
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        return [meta_hash(record) for record in records]
+
+
 def meta_hashes(table: pa.Table) -> pa.Array:
     """:func:`meta_hash` of every row of ``table``, the metadata built column-wise (:func:`metadata_dicts`)."""
     hashed = table.select([name for name in HASHED_FIELDS if name in table.column_names])

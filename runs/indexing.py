@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.metadata import METADATA_FIELDS, meta_hash, metadata_columns
+from enrich.metadata import METADATA_FIELDS, metadata_columns, record_meta_hashes
 from enrich.storage import iter_parquet
 from runs.changes import (
     DIRTY,
@@ -292,8 +292,9 @@ def _read_back(state: RunState, changes: ChangeSet, chunks: int) -> list[str]:
     wanted = _written_sample(state.tables_folder() / "enriched_chunks.parquet", changes, written)
     sample = sorted(wanted)
     got = collection.get(ids=sample, include=["metadatas"])
-    found = {i: ((m or {}).get("text_hash"), meta_hash(m or {}))  # the hash of what the record really holds
-             for i, m in zip(got["ids"], got["metadatas"], strict=True)}  # fmt: skip
+    records = [m or {} for m in got["metadatas"]]
+    held = record_meta_hashes(records)  # the hash of what each record really holds
+    found = {i: (m.get("text_hash"), h) for i, m, h in zip(got["ids"], records, held, strict=True)}
     bad = [i for i in sample if found.get(i) != wanted.get(i)]
     problems = [f"{len(bad)} of {len(sample)} written chunks read back do not match: {bad[:5]}"] if bad else []
     if collection.count() != chunks + deleted:
