@@ -14,11 +14,13 @@ just made). zan runs with ``--workers`` = the machine's cores (up to 4): its fil
 processes, as a zan user runs it (LangChain's ``index()`` has no such setting, and is handed the chunks
 already made); the full build is also printed in one process, not judged. Before a step that brings new
 texts (the full build, the edits) an untimed scratch build asks the embeddings service for them, so neither
-timed side pays the model. Goal: zan's time ≤ LangChain's on each.
+timed side pays the model. ``--reps`` rounds (2 by default), each from a fresh corpus, home and store, so each
+step runs zan, LangChain, zan, LangChain; min / median / max of each side are printed and the medians judged.
+Goal: zan's time ≤ LangChain's on each.
 
 Needs the optional ``bench`` dependency group (``make bench`` installs it); without it this says so and exits 0.
 
-    uv sync --group bench && uv run python benchmarks/bench_langchain.py [--copies 18]
+    uv sync --group bench && uv run python benchmarks/bench_langchain.py [--copies 18] [--reps 2]
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -40,7 +43,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import shaped  # noqa: E402
-from common import embedder, line, load, zan_run  # noqa: E402
+from common import embedder, line, load, spread, zan_run  # noqa: E402
 
 WORKERS = max(1, min(4, os.cpu_count() or 1))  # zan run --workers: what a zan user on this machine passes
 STEPS = ("full build", "unchanged re-run", "metadata-only re-run", "1 % text edits")
@@ -143,6 +146,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--copies", type=int, default=18, help="copies of the real corpus (about 1 100 chunks each)")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
+    parser.add_argument("--reps", type=int, default=2, help="rounds of the four steps, each from a fresh corpus")
     args = parser.parse_args()
     shaped.require_corpus()
     try:
@@ -153,37 +157,46 @@ def main() -> None:
     except ImportError as exc:
         print(f"skipped: the optional bench group is not installed ({exc.name}): uv sync --group bench")
         return
-    from shaped import write
-
     print(load())
-    with embedder(args.embedder) as spec, tempfile.TemporaryDirectory(prefix="zan-bench-lc-") as name:
-        tmp = Path(name)
-        corpus, home, store = tmp / "corpus", tmp / "home", tmp / "langchain"
-        write(corpus, args.copies)
-        zan: list[float] = []
-        lc: list[float] = []
-        for step in STEPS:
-            if step == "metadata-only re-run":
-                flip_status(corpus)
-            if step == "1 % text edits":
-                print(f"  edited {edit_text(corpus)} paragraphs")
-            if step in ("full build", "1 % text edits"):  # new texts: neither timed side pays the model
-                warm(corpus, tmp / "warm-home", spec)
-            if step == "full build":  # one process, for the record (not judged): into a home of its own
-                alone = zan_run(["--source", str(corpus), "--home", str(tmp / "one-process"), "--embedder", spec])
-                print(f"  full build in one process (--workers 1): zan {alone.seconds:.1f} s, {alone.info['seconds']}")
-                shutil.rmtree(tmp / "one-process", ignore_errors=True)
-            run = zan_run(["--source", str(corpus), "--home", str(home), "--embedder", spec, "--workers", str(WORKERS)])
-            zan.append(run.seconds)
-            print(f"  zan stages (s): {run.info['seconds']}")
-            seconds, result = run_langchain(home, store, spec)
-            lc.append(seconds)
-            info = {k: run.info[k] for k in ("chunks", "added", "text_changed", "metadata_changed", "deleted")}
-            print(f"  {step}: zan {run.seconds:.1f} s {info}; LangChain {seconds:.1f} s {result}")
-    for step, z, other in zip(STEPS, zan, lc, strict=True):
+    zan: dict[str, list[float]] = {step: [] for step in STEPS}
+    lc: dict[str, list[float]] = {step: [] for step in STEPS}
+    with embedder(args.embedder) as spec:
+        for rep in range(args.reps):  # each round from a fresh corpus, home and store: A B, A B per step
+            print(f"round {rep + 1} of {args.reps}")
+            with tempfile.TemporaryDirectory(prefix="zan-bench-lc-") as name:
+                for step, (z, other) in one_round(Path(name), args.copies, spec, one_process=rep == 0).items():
+                    zan[step].append(z)
+                    lc[step].append(other)
+    for step in STEPS:
+        z, other = statistics.median(zan[step]), statistics.median(lc[step])
         print(line(f"zan {step}", f"{z:.1f} s", f"LangChain index() {other:.1f} s", "≤ 1.0×", z <= other)
-              + f"  ({z / other:.2f}×)")  # fmt: skip
+              + f"  ({z / other:.2f}×; zan {spread(zan[step], ' s')}, LangChain {spread(lc[step], ' s')})")  # fmt: skip
     print(load())
+
+
+def one_round(tmp: Path, copies: int, spec: str, one_process: bool) -> dict[str, tuple[float, float]]:
+    """The four steps on a fresh copy of the corpus, zan then LangChain each: their seconds by step."""
+    corpus, home, store = tmp / "corpus", tmp / "home", tmp / "langchain"
+    shaped.write(corpus, copies)
+    out: dict[str, tuple[float, float]] = {}
+    for step in STEPS:
+        if step == "metadata-only re-run":
+            flip_status(corpus)
+        if step == "1 % text edits":
+            print(f"  edited {edit_text(corpus)} paragraphs")
+        if step in ("full build", "1 % text edits"):  # new texts: neither timed side pays the model
+            warm(corpus, tmp / "warm-home", spec)
+        if step == "full build" and one_process:  # one process, for the record (not judged): a home of its own
+            alone = zan_run(["--source", str(corpus), "--home", str(tmp / "one-process"), "--embedder", spec])
+            print(f"  full build in one process (--workers 1): zan {alone.seconds:.1f} s, {alone.info['seconds']}")
+            shutil.rmtree(tmp / "one-process", ignore_errors=True)
+        run = zan_run(["--source", str(corpus), "--home", str(home), "--embedder", spec, "--workers", str(WORKERS)])
+        print(f"  zan stages (s): {run.info['seconds']}")
+        seconds, result = run_langchain(home, store, spec)
+        info = {k: run.info[k] for k in ("chunks", "added", "text_changed", "metadata_changed", "deleted")}
+        print(f"  {step}: zan {run.seconds:.1f} s {info}; LangChain {seconds:.1f} s {result}")
+        out[step] = (run.seconds, seconds)
+    return out
 
 
 if __name__ == "__main__":
