@@ -138,7 +138,7 @@ def _rows_and_chunks(
     Rows become Arrow a group of entries at a time (up to :data:`GROUP_CHUNKS` chunks): one conversion per
     group, where one per entry cost ~2 ms each (0.8 s of a 20 000-chunk build). A group that does not
     convert is converted again entry by entry, so only the entries that fail are rejected."""
-    rows: list[pa.Table] = []  # the registry rows as Arrow, a group at a time (Python dicts held ~1 KB each)
+    registry_parts: list[pa.Table] = []  # the registry rows as Arrow, a group at a time (not ~1 KB dicts each)
     rejects: list[Reject] = []
 
     def refuse(item: Item, exc: Exception) -> None:
@@ -157,7 +157,7 @@ def _rows_and_chunks(
                 refuse(group[0], exc)
                 return CHUNK_SCHEMA.empty_table()
             return pa.concat_tables([converted([item]) for item in group])  # find the entries at fault
-        rows.append(registry)
+        registry_parts.append(registry)
         return table
 
     def chunks() -> Iterator[pa.Table]:
@@ -188,7 +188,7 @@ def _rows_and_chunks(
             yield converted(group)
 
     write_parquet_stream(chunks(), out, CHUNK_SCHEMA, "chunks")
-    return pa.concat_tables([REGISTRY_SCHEMA.empty_table(), *rows]).combine_chunks(), rejects
+    return pa.concat_tables([REGISTRY_SCHEMA.empty_table(), *registry_parts]).combine_chunks(), rejects
 
 
 def _duplicate(chunks: list[dict[str, Any]]) -> tuple[str, str] | None:
