@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from vectors.store import VectorStore
 
@@ -87,3 +89,34 @@ def test_a_matrix_of_vectors_comes_back_in_the_order_asked_with_what_was_missing
     matrix, found = store.matrix(asked)
     assert found.all() and all(np.array_equal(matrix[n], both[h]) for n, h in enumerate(asked))
     assert store.matrix([])[0].shape[0] == 0 and not VectorStore(tmp_path, "other").matrix(asked)[1].any()
+
+
+def _resident_kb(path: Path) -> int:
+    """This process's resident KB of its mappings of ``path`` (from /proc/self/smaps)."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()
+        if re.match(r"[0-9a-f]+-[0-9a-f]+ ", line):  # a mapping's first line: address, perms, ..., its file
+            inside = len(head) >= 6 and head[-1] == str(path)
+        elif inside and line.startswith("Rss:"):
+            total += int(head[1])
+    return total
+
+
+def test_a_gather_leaves_no_vector_pages_resident_so_a_run_does_not_grow_with_the_store(tmp_path: Path) -> None:
+    """A run gathers each block's vectors from every part; the pages it read used to stay mapped in the
+    process, so its memory grew with the store (the index stage at 112 000 chunks peaked at 592 MB, 481 of
+    them vector pages). After a gather the part's pages are unmapped; the vectors come back the same."""
+    if not Path("/proc/self/smaps").exists():
+        pytest.skip("needs Linux's /proc/self/smaps to see resident pages")
+    store = VectorStore(tmp_path, "hash-ngram-test")
+    rng = np.random.default_rng(3)
+    vectors = {f"h{i:05d}": rng.standard_normal(384).astype(np.float32) for i in range(4_000)}  # a 6 MB part
+    store.put("run-1", vectors)
+    (part,) = store.folder.glob("part-*.f32.npy")
+    for _ in range(2):
+        got = store.get(list(vectors))
+        assert all(np.array_equal(got[h], vectors[h]) for h in vectors)
+        assert _resident_kb(part) < 256, "the part's pages stayed mapped after the gather"
+    matrix, found = store.matrix(list(vectors))  # ranking inside a document keeps its mapping (a server's reads)
+    assert found.all() and np.array_equal(matrix[17], vectors["h00017"])
