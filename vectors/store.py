@@ -107,7 +107,7 @@ class VectorStore:
                 continue
             at, rows = part.find(np.array([h.encode("ascii", "replace") for h in fits], dtype=f"S{width}"))
             if len(at):
-                block = np.array(part.vectors[np.sort(rows)], dtype=np.float32)  # one gather, in file order
+                block = np.asarray(part.vectors[np.sort(rows)], dtype=np.float32)  # one gather, in file order
                 part.release()
                 order = np.argsort(rows)
                 for n, i in enumerate(at[order]):
