@@ -2,7 +2,7 @@
 server with Chroma's default HNSW settings, then lookups on the built home. Not part of ``make bench`` (it
 takes over an hour on 2 cores and ~25 GB of disk); its figures are in ``benchmarks/README.md``.
 
-Prints: documents, chunks, rejects; wall time and the run's stage breakdown; zan's peak RSS (wait4) and the
+Prints: documents, chunks, rejects; wall time and the run's stage breakdown; zan's own peak RSS (VmHWM) and the
 server's (VmHWM); disk used by the corpus, HOME and Chroma; then a refusal and an exact lookup, each a
 fresh ``zan lookup`` process, with their time and peak memory.
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import ROOT, chroma_server, peak_rss_mb, zan_run  # noqa: E402
+from common import ROOT, chroma_server, peak_rss_mb, wait_with_peak, zan_run  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 
 
@@ -34,15 +34,17 @@ def disk_gb(path: Path) -> float:
 def lookup(query: str, home: Path, url: str) -> tuple[float, float, str]:
     """One ``zan lookup --json`` process: seconds, peak RSS in MB, and the answer's status."""
     started = time.perf_counter()
-    process = subprocess.Popen([sys.executable, "-m", "cli", "lookup", query, "--home", str(home), "--chroma-url", url,
-                                "--json"], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
-    out = process.stdout.read() if process.stdout else b""
-    _, status, usage = os.wait4(process.pid, 0)
-    seconds = time.perf_counter() - started
+    with tempfile.TemporaryFile() as answer_file:
+        command = [sys.executable, "-m", "cli", "lookup", query, "--home", str(home), "--chroma-url", url, "--json"]
+        process = subprocess.Popen(command, cwd=ROOT, stdout=answer_file, stderr=subprocess.DEVNULL)
+        status, peak = wait_with_peak(process)
+        seconds = time.perf_counter() - started
+        answer_file.seek(0)
+        out = answer_file.read()
     if os.waitstatus_to_exitcode(status) not in (0, 1):
         raise RuntimeError(f"zan lookup {query!r} failed")
     answer = json.loads(out.decode("utf-8"))
-    return seconds, usage.ru_maxrss / 1024, str(answer.get("status"))
+    return seconds, peak, str(answer.get("status"))
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
 """zan at scale on the real-shaped corpus: peak memory at two sizes 10× apart, and the write ceiling.
 
-1. **Peak memory.** ``zan run`` (its own process, peak RSS from ``wait4``) builds copies of the real corpus
-   (:mod:`shaped`: real acts with their «Сноска» notes, so the lineage has a row per noted chunk as the real
-   corpus does) at about 14 000 and 140 000 chunks, with the real model's vectors (:mod:`e5_service`, 384-d),
-   once into a ``chroma run`` server (Chroma's defaults: what users run) and once into embedded Chroma (whose
-   HNSW graph lives in zan's process). Goal, server mode: the large peak ≤ 1.15× the small one. Embedded mode
-   is not judged: the index is in the process and grows with the corpus by nature; its growth per chunk is
-   printed (the README quotes it).
+1. **Peak memory.** ``zan run`` (its own process; its own peak RSS, VmHWM: :func:`common.wait_with_peak`) builds
+   copies of the real corpus (:mod:`shaped`: real acts with their «Сноска» notes, so the lineage has a row per noted
+   chunk as the real corpus does) at about 14 000 and 140 000 chunks, with the real model's vectors
+   (:mod:`e5_service`, 384-d), once into a ``chroma run`` server (Chroma's defaults: what users run) and once into
+   embedded Chroma (whose HNSW graph lives in zan's process). Goal, server mode: the large peak ≤ 1.15× the small
+   one. Embedded mode is not judged: the index is in the process and grows with the corpus by nature; its growth per
+   chunk is printed (the README quotes it).
 2. **The write ceiling.** The large build's chunks, first 20 000 and then 100 000 of them: zan's write path
    (``vectors.index.upsert_table`` over the enriched chunk table read in the index stage's blocks, vectors
    from the run's store) against a raw ``collection.upsert`` of the same records already in memory (ids,

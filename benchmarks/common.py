@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,30 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
+def wait_with_peak(process: subprocess.Popen[Any], every: float = 0.02) -> tuple[int, float]:
+    """Wait for ``process``; return its exit status (as ``os.wait4`` gives it) and its own peak RSS in MB.
+
+    The peak is the process's VmHWM, read every ``every`` s while it lives (the mark only rises; what the
+    last read misses is the interpreter's teardown, which frees). Not ``wait4``'s ``ru_maxrss``: Linux folds
+    the parent's peak into a child's at exec (the memory map the child replaced was the parent's), so a
+    benchmark that held 500 MB, a model say, made every ``zan run`` it started read ≥ 500 MB whatever zan
+    used (measured: a parent that allocated and freed 500 MB, then ``Popen(["true"])``: ru_maxrss 527 MB)."""
+    peak = [0.0]
+
+    def watch() -> None:
+        while process.returncode is None:
+            with contextlib.suppress(OSError, ValueError):
+                peak[0] = max(peak[0], peak_rss_mb(process.pid))
+            time.sleep(every)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    _, status, _ = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    watcher.join()
+    return status, peak[0]
+
+
 @dataclass
 class Run:
     seconds: float
@@ -65,12 +90,13 @@ class Run:
 
 
 def zan_run(args: list[str]) -> Run:
-    """``zan run ARGS --json`` in its own process: wall seconds, peak RSS (from wait4) and the run's JSON."""
+    """``zan run ARGS --json`` in its own process: wall seconds, its own peak RSS (:func:`wait_with_peak`) and
+    the run's JSON."""
     started = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=ROOT, stdout=out,
                                    stderr=err)  # fmt: skip
-        _, status, usage = os.wait4(process.pid, 0)
+        status, peak = wait_with_peak(process)
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
@@ -78,7 +104,7 @@ def zan_run(args: list[str]) -> Run:
         errors = err.read().decode("utf-8", "replace")
     if os.waitstatus_to_exitcode(status) != 0:
         raise RuntimeError(f"zan run {' '.join(args)} failed: {(text + errors)[-1500:]}")
-    return Run(seconds, usage.ru_maxrss / 1024, json.loads(text[text.index("{") : text.rindex("}") + 1]))
+    return Run(seconds, peak, json.loads(text[text.index("{") : text.rindex("}") + 1]))
 
 
 def line(label: str, value: str, baseline: str, goal: str, passed: bool | None) -> str:
