@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -37,11 +36,11 @@ def lookup(query: str, home: Path, url: str) -> tuple[float, float, str]:
     with tempfile.TemporaryFile() as answer_file:
         command = [sys.executable, "-m", "cli", "lookup", query, "--home", str(home), "--chroma-url", url, "--json"]
         process = subprocess.Popen(command, cwd=ROOT, stdout=answer_file, stderr=subprocess.DEVNULL)
-        status, peak = wait_with_peak(process)
+        code, peak = wait_with_peak(process)
         seconds = time.perf_counter() - started
         answer_file.seek(0)
         out = answer_file.read()
-    if os.waitstatus_to_exitcode(status) not in (0, 1):
+    if code not in (0, 1):
         raise RuntimeError(f"zan lookup {query!r} failed")
     answer = json.loads(out.decode("utf-8"))
     return seconds, peak, str(answer.get("status"))

@@ -59,27 +59,29 @@ def peak_rss_mb(pid: int) -> float:
 
 
 def wait_with_peak(process: subprocess.Popen[Any], every: float = 0.02) -> tuple[int, float]:
-    """Wait for ``process``; return its exit status (as ``os.wait4`` gives it) and its own peak RSS in MB.
+    """Wait for ``process``; return its exit code and its own peak RSS in MB.
 
     The peak is the process's VmHWM, read every ``every`` s while it lives (the mark only rises; what the
     last read misses is the interpreter's teardown, which frees). Not ``wait4``'s ``ru_maxrss``: Linux folds
     the parent's peak into a child's at exec (the memory map the child replaced was the parent's), so a
     benchmark that held 500 MB, a model say, made every ``zan run`` it started read ≥ 500 MB whatever zan
     used (measured: a parent that allocated and freed 500 MB, then ``Popen(["true"])``: ru_maxrss 527 MB)."""
-    peak = [0.0]
+    peak = 0.0
+    done = threading.Event()
 
     def watch() -> None:
-        while process.returncode is None:
-            with contextlib.suppress(OSError, ValueError):
-                peak[0] = max(peak[0], peak_rss_mb(process.pid))
-            time.sleep(every)
+        nonlocal peak
+        while not done.is_set():
+            with contextlib.suppress(OSError):
+                peak = max(peak, peak_rss_mb(process.pid))  # a reaped process's NaN never wins
+            done.wait(every)
 
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
-    _, status, _ = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
+    code = process.wait()
+    done.set()
     watcher.join()
-    return status, peak[0]
+    return code, peak
 
 
 @dataclass
@@ -96,13 +98,13 @@ def zan_run(args: list[str]) -> Run:
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=ROOT, stdout=out,
                                    stderr=err)  # fmt: skip
-        status, peak = wait_with_peak(process)
+        code, peak = wait_with_peak(process)
         seconds = time.perf_counter() - started
         out.seek(0)
         err.seek(0)
         text = out.read().decode("utf-8", "replace")
         errors = err.read().decode("utf-8", "replace")
-    if os.waitstatus_to_exitcode(status) != 0:
+    if code != 0:
         raise RuntimeError(f"zan run {' '.join(args)} failed: {(text + errors)[-1500:]}")
     return Run(seconds, peak, json.loads(text[text.index("{") : text.rindex("}") + 1]))
 
