@@ -10,12 +10,13 @@ Scope: with no ``--source``, ``--only`` or ``--since`` a run is *full* over the 
 version recorded (the bundled sample the first time), and documents gone from them are deleted. With one,
 only the documents in scope are rebuilt (or deleted); every other published document is carried over as is.
 
-``run`` calls the stages of ``runs.stages`` in one process; the Airflow DAGs call the same stages, one
-per task.
+``run`` calls the stages of ``runs.stages`` in one process (with ``workers``, extraction, embedding and the
+BM25 build also use processes of their own); the Airflow DAGs call the same stages, one per task.
 """
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from runs import stages
@@ -58,10 +59,13 @@ def run(
     try:
         stages.extract_all(state, workers, progress)
         stages.registry(state)
-        stages.enrich(state)
-        if workers > 1:
-            embed_all(state, plan_embedding(state, workers), workers, progress)
-        stages.index(state, embedder, progress)
+        # with workers, the BM25 build runs in a process of its own beside embed and index, which leave a core
+        # idle (benchmarks/README.md, "zan against LangChain"); in one process it is part of enrich
+        stages.enrich(state, lexical=workers <= 1)
+        with stages.lexical_aside(state) if workers > 1 else contextlib.nullcontext():
+            if workers > 1:
+                embed_all(state, plan_embedding(state, workers), workers, progress)
+            stages.index(state, embedder, progress)
         stages.validate(state)
         stages.publish(state)
         stages.report(state)

@@ -212,6 +212,12 @@ def test_two_workers_extract_in_two_processes_and_publish_the_same_version(tmp_p
         assert one.drop_columns(run_ids).equals(two.drop_columns(run_ids)), name
     rejects = pq.read_table(published_file(homes[2], "rejects.parquet")).column("source_file").to_pylist()
     assert any(str(f).endswith("broken.html") for f in rejects)
+    # the BM25 index, built in a process of its own beside embed and index with workers, is the same files
+    one, two = (published_dir(home) / "lexical" for home in homes.values())
+    names = sorted(p.name for p in one.iterdir())
+    assert names and names == sorted(p.name for p in two.iterdir())
+    assert all((one / name).read_bytes() == (two / name).read_bytes() for name in names)
+    assert infos[2].seconds["lexical"] > 0
     # the stages themselves: two shards, each extracted in a process of its own, not this one
     from runs import stages
 
@@ -220,4 +226,35 @@ def test_two_workers_extract_in_two_processes_and_publish_the_same_version(tmp_p
     marks = [json.loads(p.read_text()) for p in sorted(stages.RunState.load(state).work.glob("shard-*.json"))]
     pids = {mark["pid"] for mark in marks}
     assert len(marks) == 2 and len(pids) == 2 and os.getpid() not in pids
+    stages.finish(state)
+
+
+def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_bodys(tmp_path: Path) -> None:
+    """``lexical_aside`` (the BM25 build beside embed and index): a build that fails raises a RunError that
+    names the lexical index, after the body ran; a body that fails stops the build's process and raises
+    the body's own error."""
+    import multiprocessing
+
+    from runs import stages
+
+    state = stages.begin(tmp_path / "home", [SAMPLE / "standards"], holder="process")
+    stages.extract_all(state)
+    stages.registry(state)
+    stages.enrich(state, lexical=False)
+    [(enriched, out)] = stages.lexical_jobs(stages.RunState.load(state))
+    assert enriched.exists() and not out.exists()
+    with pytest.raises(KeyError, match="the body"), stages.lexical_aside(state):
+        raise KeyError("the body")
+    assert not [p for p in multiprocessing.active_children() if p.name == "zan-lexical"]
+    good = enriched.read_bytes()
+    enriched.write_bytes(b"PAR1 not parquet")
+    ran = []
+    with pytest.raises(RunError, match="lexical .BM25. index was not built"), stages.lexical_aside(state):
+        ran.append(True)
+    assert ran and not out.exists()
+    enriched.write_bytes(good)
+    with stages.lexical_aside(state):
+        pass
+    assert (out / "params.index.json").exists()
+    assert stages.RunState.load(state).run_info().seconds["lexical"] > 0
     stages.finish(state)
