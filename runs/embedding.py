@@ -9,7 +9,9 @@ its own stage, between ``enrich`` and ``index``, split into shards:
 - :func:`embed_shard` embeds one shard and stores its vectors as parts named by the run and the shard, so
   shards run anywhere at once (the reextract DAG maps them across Celery workers; ``zan run --workers N``
   across processes) and a shard retried after a crash stores the same part again;
-- the index stage then finds every vector in the store and embeds nothing.
+- the index stage then finds every vector in the store and embeds nothing. ``zan run --workers N`` runs the
+  shards beside the index stage (:func:`embedding_aside`): each block of the index waits for its vectors,
+  so writing to Chroma and embedding overlap.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
-from concurrent.futures import ProcessPoolExecutor
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +30,7 @@ import pyarrow.parquet as pq
 
 from enrich.storage import iter_parquet
 from runs.changes import forced_rows
+from runs.errors import RunError
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, timed
@@ -138,25 +142,79 @@ def with_threads(spec: str, threads: int | None) -> str:
     return str(EmbedderSpec(parsed.kind, parsed.target, {**parsed.options, "threads": str(threads)}))
 
 
-def embed_all(state_path: Path | str, shards: list[str], workers: int = 1, progress: Progress | None = None) -> int:
-    """Run every shard: here when ``workers`` is 1, else in that many processes, each model given its share
-    of the cores. Returns the texts embedded."""
+@contextlib.contextmanager
+def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> Iterator[Callable[[], bool]]:
+    """Embed every shard, one spawned process each (``zan run --workers N``), while the ``with``
+    body runs: the index stage, which is handed the yielded ``pending`` and, block by block, waits for the
+    vectors it needs to be stored (:func:`runs.indexing.await_vectors`) instead of waiting for the whole
+    stage. Writing to Chroma holds one core and embedding mostly waits on the model or the service, so the
+    two overlap and the shorter is hidden. ``pending()`` is True while a shard is still embedding and raises
+    the first shard's error (the others are stopped); at the end the shards are awaited and the stage's wall
+    seconds recorded as ``embed``. A body that fails stops the shards. The processes only add vector-store
+    parts (never the state file); what is stored, and so the version, is the same as embedding first."""
+    indices = [int(ref.rsplit("#", 1)[1]) for ref in shards]
+    threads = max(1, (os.cpu_count() or 1) // max(1, workers))
+    spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
+    children: list[tuple[int, Any, Any]] = []
+    for shard in indices:
+        receive, send = spawn.Pipe(duplex=False)
+        child = spawn.Process(target=_embed_child, args=(str(state_path), shard, threads, send), daemon=True,
+                              name=f"zan-embed-{shard}")  # fmt: skip
+        child.start()
+        send.close()
+        children.append((shard, child, receive))
+    started, done, embedded = time.perf_counter(), set[int](), [0]
+
+    def stop() -> None:
+        for _, child, receive in children:
+            if child.is_alive():
+                child.terminate()
+            child.join(timeout=30)
+            receive.close()
+
+    def pending() -> bool:
+        running = False
+        for shard, child, receive in children:
+            if shard in done:
+                continue
+            if not receive.poll() and child.is_alive():
+                running = True
+                continue
+            try:
+                kind, value = receive.recv()
+            except EOFError:
+                kind, value = "error", RunError(f"embedding shard {shard} died (exit code {child.exitcode})")
+            except Exception as exc:  # an error that does not unpickle here
+                kind, value = "error", RunError(f"embedding shard {shard} failed: {type(exc).__name__}: {exc}")
+            if kind != "ok":
+                stop()
+                raise value
+            done.add(shard)
+            embedded[0] += int(value)
+        return running
+
+    try:
+        yield pending
+        while pending():
+            time.sleep(0.05)
+    except BaseException:
+        stop()
+        raise
+    stop()
     state = RunState.load(state_path)
     info = state.run_info()
-    indices = [int(ref.rsplit("#", 1)[1]) for ref in shards]
-    with timed(info, "embed"):
-        if workers <= 1 or len(indices) <= 1:
-            embedded = sum(embed_shard(state_path, n, progress=progress) for n in indices)
-        else:
-            threads = max(1, (os.cpu_count() or 1) // workers)
-            # spawned, not forked: a fork after the model's OpenMP threads or Arrow's pools started can deadlock
-            spawn = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=spawn) as pool:
-                embedded = sum(pool.map(_embed_in_worker, [(str(state_path), n, threads) for n in indices]))
+    info.seconds["embed"] = round(info.seconds.get("embed", 0) + time.perf_counter() - started, 3)
     state.update(info)
-    return embedded
 
 
-def _embed_in_worker(args: tuple[str, int, int]) -> int:
-    state_path, shard, threads = args
-    return embed_shard(state_path, shard, threads)
+def _embed_child(state_path: str, shard: int, threads: int, send: Any) -> None:
+    """:func:`embedding_aside`'s process: embed one shard, then send ("ok", count) or ("error", exception)."""
+    try:
+        send.send(("ok", embed_shard(state_path, shard, threads)))
+    except BaseException as exc:
+        try:
+            send.send(("error", exc))  # the exception itself, so a transient one stays transient
+        except Exception:  # not picklable: its words
+            send.send(("error", RunError(f"embedding shard {shard}: {type(exc).__name__}: {exc}")))
+    finally:
+        send.close()

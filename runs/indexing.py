@@ -6,7 +6,8 @@ the next run reconciles (:mod:`runs.changes`)."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -48,12 +49,19 @@ from vectors.repair import check_room, ensure_healthy, index_bytes
 from vectors.store import VectorStore
 
 
-def index(state_path: Path | str, embedder: Embedder | None = None, progress: Progress | None = None) -> RunInfo:
+def index(
+    state_path: Path | str,
+    embedder: Embedder | None = None,
+    progress: Progress | None = None,
+    pending: Callable[[], bool] | None = None,
+) -> RunInfo:
     """Diff against the index, check the shrink gate, embed what is new, write what changed.
 
     Everything goes through in batches: the diff is a merge of two streams in chunk id order written to the
     run's change set as it comes, and texts, metadata and vectors are read from the staged parquet in blocks
-    of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus."""
+    of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus. ``pending``:
+    the embed stage runs beside this one (:func:`runs.embedding.embedding_aside`); each block waits for its
+    vectors while that returns True (:func:`await_vectors`)."""
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
@@ -97,7 +105,7 @@ def index(state_path: Path | str, embedder: Embedder | None = None, progress: Pr
         force = options.force_reembed and not state.embedding
         written, embedded_here = stream_changes(
             home, state.run_id, collection, path, changes, embedder, store, force=force,
-            progress=progress, held=clean, info=info,
+            progress=progress, held=clean, info=info, pending=pending,
         )  # fmt: skip
         info.embedded = state.to_embed + embedded_here
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
@@ -122,12 +130,14 @@ def stream_changes(
     progress: Progress | None = None,
     held: bool = False,
     info: RunInfo | None = None,
+    pending: Callable[[], bool] | None = None,
 ) -> tuple[WriteResult, int]:
     """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
     chunks read beside their classes: vectors for the new text (stored ones reused, the rest embedded and
     stored before the write), upserts, and metadata-only updates (``held``: the change set holds what the
     index has for them, so nothing is read back from the index). Returns the writes and how many texts were
-    embedded. Deletes are the caller's, after it moves CURRENT. Shared by runs and rollbacks."""
+    embedded. Deletes are the caller's, after it moves CURRENT. Shared by runs and rollbacks. ``pending``:
+    another process is still storing vectors (see :func:`index`)."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
     failpoint("index_begin")  # before the first write (``index`` is after each batch written)
     known = KnownHashes.of(pa.array([], pa.string()) if force else store.hashes())
@@ -156,6 +166,9 @@ def stream_changes(
         old = take_rows(held_rows, updates.num_rows, carry) if held else None
         if not upserts.num_rows and not updates.num_rows:
             continue
+        if pending is not None and upserts.num_rows:
+            with timed(clock, "embed_wait"):
+                await_vectors(upserts, store, known, pending)
         with timed(clock, "embed"):
             vectors, fresh = block_vectors(upserts, store, known, embedder, run_id, block)
             known.add(fresh)
@@ -207,6 +220,25 @@ def _prefix(value: str | None) -> int:
 
 def _digest(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def await_vectors(table: pa.Table, store: VectorStore, known: KnownHashes, pending: Callable[[], bool],
+                  poll: float = 0.05) -> None:  # fmt: skip
+    """Wait while the embed stage beside this one (``pending()`` True) may still store vectors for the texts
+    of ``table`` that ``known`` lacks, adding to ``known`` those it stored; return once every one is stored or
+    the stage is over. What is still missing then is embedded here, by :func:`block_vectors` (a text that
+    was never planned: nothing is lost by waiting)."""
+    hashes = sorted({str(h) for h in table.column("text_hash").to_pylist()})
+    missing = [h for h, hit in zip(hashes, known.contains(prefixes(hashes)), strict=True) if not hit]
+    while missing:
+        running = pending()  # asked first: parts stored before it said False are found just below
+        found = store.hashes_among(missing)
+        if found:
+            known.add(found)
+            missing = sorted(set(missing) - set(found))
+        if not missing or not running:
+            return
+        time.sleep(poll)
 
 
 def block_vectors(

@@ -20,7 +20,7 @@ import contextlib
 from pathlib import Path
 
 from runs import stages
-from runs.embedding import embed_all, plan_embedding
+from runs.embedding import embedding_aside, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
 from runs.memory import lean_arrow_memory
@@ -59,13 +59,16 @@ def run(
     try:
         stages.extract_all(state, workers, progress)
         stages.registry(state)
-        # with workers, the BM25 build runs in a process of its own beside embed and index, which leave a core
-        # idle (benchmarks/README.md, "zan against LangChain"); in one process it is part of enrich
+        # with workers, the BM25 build and the embedding run in processes of their own beside the index stage,
+        # whose Chroma writes hold one core (benchmarks/README.md, "zan against LangChain"); in one process the
+        # BM25 build is part of enrich and the index stage embeds block by block
         stages.enrich(state, lexical=workers <= 1)
         with stages.lexical_aside(state) if workers > 1 else contextlib.nullcontext():
-            if workers > 1:
-                embed_all(state, plan_embedding(state, workers), workers, progress)
-            stages.index(state, embedder, progress)
+            if workers > 1:  # embedding in processes beside the index stage, which waits block by block
+                with embedding_aside(state, plan_embedding(state, workers), workers) as pending:
+                    stages.index(state, embedder, progress, pending)
+            else:
+                stages.index(state, embedder, progress)
         stages.validate(state)
         stages.publish(state)
         stages.report(state)

@@ -156,6 +156,24 @@ class VectorStore:
                 out[n], found[n] = vector, True
         return out, found
 
+    def hashes_among(self, hashes: list[str]) -> list[str]:
+        """Which of ``hashes`` are stored now (keys only: no vector is read). A part written since the last
+        call is found too: what the index stage asks while the embed stage beside it stores parts."""
+        wanted = sorted(set(hashes))
+        found: set[str] = set()
+        for part in self._mapped():
+            width = part.keys.dtype.itemsize
+            fits = [h for h in wanted if len(h) <= width and h not in found]
+            if fits:
+                at, _ = part.find(np.array([h.encode("ascii", "replace") for h in fits], dtype=f"S{width}"))
+                found.update(fits[i] for i in at)
+        if len(found) < len(wanted) and self._legacy_parts():
+            asked = pa.array([h for h in wanted if h not in found], pa.string())
+            for legacy in self._legacy_parts():
+                stored = self._legacy_hashes(legacy)
+                found.update(asked.filter(pc.is_in(asked, value_set=stored)).to_pylist())
+        return sorted(found)
+
     def hashes(self) -> pa.Array:
         """Every stored text hash, as an Arrow string array (keys only; no vector is read)."""
         arrays = [pa.array(part.keys.astype(str), pa.string()) for part in self._mapped()]

@@ -1,0 +1,83 @@
+"""The embed stage beside the index stage (``zan run --workers N``): the index waits block by block for the
+vectors the shards store, a shard's failure fails the run with its own error, and a failing body stops them."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from runs import stages
+from runs.embedding import embedding_aside, plan_embedding, shard_path
+from runs.indexing import KnownHashes, await_vectors
+from tests.conftest import SAMPLE
+from vectors.store import VectorStore
+
+
+def _hash(n: int) -> str:
+    return f"{n:016x}" * 2  # the first 16 hex digits differ: KnownHashes keys on them
+
+
+def test_await_vectors_waits_for_parts_stored_meanwhile_and_stops_when_the_stage_is_over(tmp_path: Path) -> None:
+    store = VectorStore(tmp_path, "hash-test")
+    store.put("earlier", {_hash(1): np.ones(4, np.float32)})
+    known = KnownHashes.of(store.hashes())
+    table = pa.table({"text_hash": [_hash(1), _hash(2), _hash(3), _hash(2)]})
+    calls = []
+
+    def pending() -> bool:  # the shards store hash 2 on the third look, hash 3 on the fifth, then finish
+        calls.append(time.monotonic())
+        if len(calls) == 3:
+            store.put("run-s0", {_hash(2): np.full(4, 2, np.float32)}, block=1)
+        if len(calls) == 5:
+            store.put("run-s1", {_hash(3): np.full(4, 3, np.float32)}, block=1)
+        return len(calls) < 6
+
+    await_vectors(table, store, known, pending, poll=0.001)
+    assert len(calls) == 5  # it returned as soon as every text was stored, without waiting for the stage
+    assert known.contains(KnownHashes.of([_hash(2), _hash(3)]).prefixes).all()
+    # the stage over with a text still missing: no more waiting, that text is left to the index stage
+    done = []
+    await_vectors(pa.table({"text_hash": [_hash(4)]}), store, known, lambda: bool(done.append(1)), poll=0.001)
+    assert len(done) == 1 and not known.contains(KnownHashes.of([_hash(4)]).prefixes).any()
+    assert store.hashes_among([_hash(4), _hash(3), _hash(1)]) == [_hash(1), _hash(3)]
+
+
+def _planned(tmp_path: Path) -> tuple[Path, list[str]]:
+    state = stages.begin(tmp_path / "home", [SAMPLE / "standards"], holder="process")
+    stages.extract_all(state)
+    stages.registry(state)
+    stages.enrich(state)
+    return state, plan_embedding(state, 2)
+
+
+def _embedding_children() -> list[multiprocessing.process.BaseProcess]:
+    return [p for p in multiprocessing.active_children() if p.name.startswith("zan-embed-")]
+
+
+def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shards(tmp_path: Path) -> None:
+    state, shards = _planned(tmp_path)
+    run = stages.RunState.load(state)
+    broken = shard_path(run, 1)
+    good = broken.read_bytes()
+    broken.write_bytes(b"PAR1 not a parquet file")
+    with pytest.raises(Exception, match="(?i)parquet"), embedding_aside(state, shards, 2) as pending:
+        while pending():
+            time.sleep(0.01)
+    assert not _embedding_children()
+    broken.write_bytes(good)
+    with pytest.raises(KeyError, match="the body"), embedding_aside(state, shards, 2):
+        raise KeyError("the body")
+    assert not _embedding_children()
+    with embedding_aside(state, shards, 2) as pending:
+        pass  # the body ends at once: the shards are awaited on the way out
+    assert not pending() and stages.RunState.load(state).run_info().seconds["embed"] > 0
+    stored = VectorStore(tmp_path / "home", run.embedder_id).hashes().to_pylist()
+    parts = [p.name for p in (tmp_path / "home" / "vectors").rglob("part-*.keys.npy")]
+    assert any("-s0-" in p for p in parts) and any("-s1-" in p for p in parts), parts
+    assert len(stored) == run.to_embed > 0
+    stages.finish(state)
