@@ -44,7 +44,13 @@ def run_command(
     ] = 0.10,
     keep: Annotated[int, typer.Option("--keep", min=1, help="Published versions to keep for rollback.")] = 5,
     workers: Annotated[
-        int, typer.Option("--workers", min=1, max=64, help="Processes that extract files and embed new texts at once.")
+        int,
+        typer.Option(
+            "--workers",
+            min=1,
+            max=64,
+            help="Processes that extract files and embed new texts (beside the index stage) at once.",
+        ),
     ] = 1,
     as_json: Annotated[bool, typer.Option("--json", help="Print the run report as JSON on the last line.")] = False,
 ) -> None:

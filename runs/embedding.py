@@ -144,14 +144,15 @@ def with_threads(spec: str, threads: int | None) -> str:
 
 @contextlib.contextmanager
 def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> Iterator[Callable[[], bool]]:
-    """Embed every shard, one spawned process each (``zan run --workers N``), while the ``with``
-    body runs: the index stage, which is handed the yielded ``pending`` and, block by block, waits for the
-    vectors it needs to be stored (:func:`runs.indexing.await_vectors`) instead of waiting for the whole
-    stage. Writing to Chroma holds one core and embedding mostly waits on the model or the service, so the
-    two overlap and the shorter is hidden. ``pending()`` is True while a shard is still embedding and raises
-    the first shard's error (the others are stopped); at the end the shards are awaited and the stage's wall
-    seconds recorded as ``embed``. A body that fails stops the shards. The processes only add vector-store
-    parts (never the state file); what is stored, and so the version, is the same as embedding first."""
+    """Embed every shard, one spawned process each (``zan run --workers N``), while the ``with`` body runs:
+    the index stage, which is handed the yielded ``pending`` and, block by block, waits for the vectors it
+    needs to be stored (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing
+    to Chroma holds one core and embedding mostly waits on the model or the service, so the two overlap and
+    the shorter is hidden. ``pending()`` is True while a shard is still embedding and raises the first
+    shard's error (the others are stopped); at the end the shards are awaited and the longest shard's
+    seconds recorded as ``embed`` (the index stage's waits for vectors are its ``embed_wait``). A body that
+    fails stops the shards. The processes only add vector-store parts (never the state file); what is
+    stored, and so the version, is the same as embedding first."""
     indices = [int(ref.rsplit("#", 1)[1]) for ref in shards]
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
@@ -163,7 +164,8 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
         child.start()
         send.close()
         children.append((shard, child, receive))
-    started, done, embedded = time.perf_counter(), set[int](), [0]
+    done: set[int] = set()
+    embedded, seconds = [0], [0.0]
 
     def stop() -> None:
         for _, child, receive in children:
@@ -190,7 +192,8 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
                 stop()
                 raise value
             done.add(shard)
-            embedded[0] += int(value)
+            embedded[0] += int(value[0])
+            seconds[0] = max(seconds[0], float(value[1]))
         return running
 
     try:
@@ -203,14 +206,17 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     stop()
     state = RunState.load(state_path)
     info = state.run_info()
-    info.seconds["embed"] = round(info.seconds.get("embed", 0) + time.perf_counter() - started, 3)
+    info.seconds["embed"] = round(info.seconds.get("embed", 0) + seconds[0], 3)  # the longest shard's own time
     state.update(info)
 
 
 def _embed_child(state_path: str, shard: int, threads: int, send: Any) -> None:
-    """:func:`embedding_aside`'s process: embed one shard, then send ("ok", count) or ("error", exception)."""
+    """:func:`embedding_aside`'s process: embed one shard, then send ("ok", (count, seconds from the
+    process's start)) or ("error", exception)."""
+    started = time.perf_counter()
     try:
-        send.send(("ok", embed_shard(state_path, shard, threads)))
+        count = embed_shard(state_path, shard, threads)
+        send.send(("ok", (count, time.perf_counter() - started)))
     except BaseException as exc:
         try:
             send.send(("error", exc))  # the exception itself, so a transient one stays transient
