@@ -153,7 +153,8 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     seconds recorded as ``embed`` (the index stage's waits for vectors are its ``embed_wait``). A body that
     fails stops the shards. The processes only add vector-store parts (never the state file); what is
     stored, and so the version, is the same as embedding first."""
-    indices = [int(ref.rsplit("#", 1)[1]) for ref in shards]
+    state = RunState.load(state_path)
+    indices = [n for n in (int(ref.rsplit("#", 1)[1]) for ref in shards) if _rows(shard_path(state, n))]
     threads = max(1, (os.cpu_count() or 1) // max(1, workers))
     spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
     children: list[tuple[int, Any, Any]] = []
@@ -204,10 +205,17 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
         stop()
         raise
     stop()
+    if not indices:
+        return
     state = RunState.load(state_path)
     info = state.run_info()
     info.seconds["embed"] = round(info.seconds.get("embed", 0) + seconds[0], 3)  # the longest shard's own time
     state.update(info)
+
+
+def _rows(shard: Path) -> int:
+    """Texts in a shard file (none when it is absent: a dry run, or nothing to embed): no process for it."""
+    return pq.ParquetFile(shard).metadata.num_rows if shard.exists() else 0
 
 
 def _embed_child(state_path: str, shard: int, threads: int, send: Any) -> None:

@@ -80,4 +80,9 @@ def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shard
     parts = [p.name for p in (tmp_path / "home" / "vectors").rglob("part-*.keys.npy")]
     assert any("-s0-" in p for p in parts) and any("-s1-" in p for p in parts), parts
     assert len(stored) == run.to_embed > 0
+    # planned again, every text is stored: no shard has a text, so no process is started
+    again = plan_embedding(state, 2)
+    assert stages.RunState.load(state).to_embed == 0
+    with embedding_aside(state, again, 2) as pending:
+        assert not _embedding_children() and not pending()
     stages.finish(state)
