@@ -166,7 +166,7 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
         send.close()
         children.append((shard, child, receive))
     done: set[int] = set()
-    embedded, seconds = [0], [0.0]
+    seconds = [0.0]  # the longest shard's own time
 
     def stop() -> None:
         for _, child, receive in children:
@@ -193,7 +193,6 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
                 stop()
                 raise value
             done.add(shard)
-            embedded[0] += int(value[0])
             seconds[0] = max(seconds[0], float(value[1]))
         return running
 
@@ -209,7 +208,7 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
         return
     state = RunState.load(state_path)
     info = state.run_info()
-    info.seconds["embed"] = round(info.seconds.get("embed", 0) + seconds[0], 3)  # the longest shard's own time
+    info.seconds["embed"] = round(info.seconds.get("embed", 0) + seconds[0], 3)
     state.update(info)
 
 

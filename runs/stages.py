@@ -338,12 +338,15 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     send.close()
     try:
         yield
+    except BaseException:  # the body's own error (an EOFError of the body's is never taken for the build's)
+        child.terminate()
+        child.join(timeout=30)
+        receive.close()
+        raise
+    try:
         outcome = receive.recv()
     except EOFError:
         outcome = ("error", f"the BM25 build process died (exit code {child.exitcode})")
-    except BaseException:
-        child.terminate()
-        raise
     finally:
         child.join(timeout=30)
         receive.close()
