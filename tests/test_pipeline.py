@@ -246,6 +246,8 @@ def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_body
     with pytest.raises(KeyError, match="the body"), stages.lexical_aside(state):
         raise KeyError("the body")
     assert not [p for p in multiprocessing.active_children() if p.name == "zan-lexical"]
+    with pytest.raises(EOFError, match="the body's"), stages.lexical_aside(state):
+        raise EOFError("the body's")  # never mistaken for the build process's end
     good = enriched.read_bytes()
     enriched.write_bytes(b"PAR1 not parquet")
     ran = []
