@@ -236,12 +236,13 @@ def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_body
     import multiprocessing
 
     from runs import stages
+    from runs.lexical import lexical_jobs
 
     state = stages.begin(tmp_path / "home", [SAMPLE / "standards"], holder="process")
     stages.extract_all(state)
     stages.registry(state)
     stages.enrich(state, lexical=False)
-    [(enriched, out)] = stages.lexical_jobs(stages.RunState.load(state))
+    [(enriched, out)] = lexical_jobs(stages.RunState.load(state))
     assert enriched.exists() and not out.exists()
     with pytest.raises(KeyError, match="the body"), stages.lexical_aside(state):
         raise KeyError("the body")

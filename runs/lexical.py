@@ -1,0 +1,82 @@
+"""The BM25 stage of a run: which lexical indexes it builds (:func:`lexical_jobs`), built in ``enrich`` by the
+DAG's task and by a run in one process, or in a process of its own beside the embed and index stages by
+``zan run --workers N`` (:func:`lexical_aside`)."""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from runs.errors import RunError
+from runs.state import Published, RunState
+from runs.versions import staging_dir
+from vectors.lexical import LEXICAL, build_lexical
+
+
+def lexical_jobs(state: RunState) -> list[tuple[Path, Path]]:
+    """The BM25 indexes a run builds, as (enriched chunks, index folder): the staged version's when the run
+    staged new tables; else, for a published version from before lexical indexes, that version's."""
+    if not state.same:
+        staging = staging_dir(Path(state.home), state.run_id)
+        return [(staging / "enriched_chunks.parquet", staging / LEXICAL)]
+    previous = Published.load(Path(state.home), state.previous) if state.previous else None
+    if previous is not None and not (previous.folder / LEXICAL).exists():
+        return [(previous.folder / "enriched_chunks.parquet", previous.folder / LEXICAL)]
+    return []
+
+
+@contextlib.contextmanager
+def lexical_aside(state_path: Path | str) -> Iterator[None]:
+    """Build the run's BM25 index (:func:`lexical_jobs`) in a process of its own while the ``with`` body
+    runs, then wait for it and add its seconds to the run's ``lexical``. Meant for the embed and index
+    stages, which leave a core idle (Chroma's write holds one; the embedder mostly waits on its model or
+    service): the build's time is hidden instead of added. Nothing changes in what is built (the same
+    function, the same files). The process only writes its index folder (never the state file); if the body
+    fails it is stopped, and if the build fails the run fails with its error, before anything is published."""
+    jobs = lexical_jobs(RunState.load(state_path))
+    if not jobs:
+        yield
+        return
+    spawn = multiprocessing.get_context("spawn")  # not forked: Arrow's pools may have started
+    receive, send = spawn.Pipe(duplex=False)
+    child = spawn.Process(target=_lexical_child, args=(jobs, send), name="zan-lexical", daemon=True)
+    child.start()
+    send.close()
+    try:
+        yield
+    except BaseException:  # the body's own error (an EOFError of the body's is never taken for the build's)
+        child.terminate()
+        child.join(timeout=30)
+        receive.close()
+        raise
+    try:
+        outcome = receive.recv()
+    except EOFError:
+        outcome = ("error", f"the BM25 build process died (exit code {child.exitcode})")
+    finally:
+        child.join(timeout=30)
+        receive.close()
+    kind, value = outcome
+    if kind != "ok":
+        raise RunError(f"the lexical (BM25) index was not built: {value}")
+    state = RunState.load(state_path)
+    info = state.run_info()
+    info.seconds["lexical"] = round(info.seconds.get("lexical", 0) + float(value), 3)
+    state.update(info)
+
+
+def _lexical_child(jobs: list[tuple[Path, Path]], send: Any) -> None:
+    """:func:`lexical_aside`'s process: build every index, then send ("ok", seconds) or ("error", reason)."""
+    started = time.perf_counter()
+    try:
+        for enriched, out in jobs:
+            build_lexical(enriched, out)
+        send.send(("ok", time.perf_counter() - started))
+    except BaseException as exc:  # reported to the run, which fails with it
+        send.send(("error", f"{type(exc).__name__}: {exc}"))
+    finally:
+        send.close()
