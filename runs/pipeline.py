@@ -16,7 +16,6 @@ BM25 build also use processes of their own); the Airflow DAGs call the same stag
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 
 from runs import stages
@@ -62,13 +61,15 @@ def run(
         # with workers, the BM25 build and the embedding run in processes of their own beside the index stage,
         # whose Chroma writes hold one core (benchmarks/README.md, "zan against LangChain"); in one process the
         # BM25 build is part of enrich and the index stage embeds block by block
-        stages.enrich(state, lexical=workers <= 1)
-        with stages.lexical_aside(state) if workers > 1 else contextlib.nullcontext():
-            if workers > 1:  # embedding in processes beside the index stage, which waits block by block
-                with embedding_aside(state, plan_embedding(state, workers), workers) as pending:
+        aside = workers > 1
+        stages.enrich(state, lexical=not aside)
+        if aside:
+            with stages.lexical_aside(state):
+                shards = plan_embedding(state, workers)
+                with embedding_aside(state, shards, workers) as pending:
                     stages.index(state, embedder, progress, pending)
-            else:
-                stages.index(state, embedder, progress)
+        else:
+            stages.index(state, embedder, progress)
         stages.validate(state)
         stages.publish(state)
         stages.report(state)
