@@ -25,10 +25,12 @@ from schemas.errors import TransientError, ZanError
 from vectors.embed import Embedder
 
 COLLECTION = "zan_chunks"
-BATCH = 1000  # records per Chroma call, measured against the client's get_max_batch_size() (5 461), embedded,
-# 384-d e5 vectors of real-shaped chunks (benchmarks/bench_scale.py, rotated 2x): zan's write path at 1 000
-# 48.7 s for 20 000 records against 55.9 s at 5 461 (and a raw upsert's best, at 5 461, 54.6 s); metadata-only
-# updates of 20k records' two changed keys 3.5-5.2 s against 5.4-5.9 s
+BATCH = 1000  # records per metadata-only update, delete and page read: updates of 20k records' two changed keys
+# took 3.5-5.2 s in calls of 1 000 against 5.4-5.9 s at Chroma's maximum (benchmarks/bench_scale.py, embedded)
+UPSERT_BATCH = 5_000  # records per upsert: the largest calls win as the collection grows. Measured alone, rotated
+# twice, 384-d e5 vectors of real-shaped chunks, embedded (benchmarks/README.md, "The write ceiling"): 20 000
+# records 48.1 s at Chroma's maximum against 52.9 s in calls of 1 000; 100 000 records 236.8 against 243.1 s.
+# Under the maximum (5 461: SQLite's 32 766 bound variables over 6 per record), embedded and over HTTP alike
 
 
 class Collection(Protocol):
@@ -171,7 +173,7 @@ def upsert_table(
     vectors: Mapping[str, Any],
     progress: Callable[[int], None] | None = None,
     after_batch: Callable[[], None] | None = None,
-    batch: int = BATCH,
+    batch: int = UPSERT_BATCH,
 ) -> int:
     """Upsert every row of ``table`` (enriched chunks) with its vector, looked up by the row's text hash.
     Ids, texts and metadata are taken column-wise from Arrow, one Chroma call of ``batch`` rows at a time.
