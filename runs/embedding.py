@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 
 from enrich.storage import iter_parquet
 from runs.changes import forced_rows
+from runs.child import report
 from runs.errors import RunError
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
@@ -218,16 +219,6 @@ def _rows(shard: Path) -> int:
 
 
 def _embed_child(state_path: str, shard: int, threads: int, send: Any) -> None:
-    """:func:`embedding_aside`'s process: embed one shard, then send ("ok", (count, seconds from the
-    process's start)) or ("error", exception)."""
-    started = time.perf_counter()
-    try:
-        count = embed_shard(state_path, shard, threads)
-        send.send(("ok", (count, time.perf_counter() - started)))
-    except BaseException as exc:
-        try:
-            send.send(("error", exc))  # the exception itself, so a transient one stays transient
-        except Exception:  # not picklable: its words
-            send.send(("error", RunError(f"embedding shard {shard}: {type(exc).__name__}: {exc}")))
-    finally:
-        send.close()
+    """:func:`embedding_aside`'s process: embed one shard, and say how it went (:func:`runs.child.report`:
+    the texts embedded and the seconds from the process's start)."""
+    report(send, lambda: embed_shard(state_path, shard, threads), f"embedding shard {shard}")

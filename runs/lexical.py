@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from runs.child import report
 from runs.errors import RunError
 from runs.state import Published, RunState
 from runs.versions import staging_dir
@@ -56,27 +56,21 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     try:
         outcome = receive.recv()
     except EOFError:
-        outcome = ("error", f"the BM25 build process died (exit code {child.exitcode})")
+        outcome = ("error", RunError(f"the BM25 build process died (exit code {child.exitcode})"))
+    except Exception as exc:  # an error that does not unpickle here
+        outcome = ("error", RunError(f"the BM25 build failed: {type(exc).__name__}: {exc}"))
     finally:
         child.join(timeout=30)
         receive.close()
     kind, value = outcome
     if kind != "ok":
-        raise RunError(f"the lexical (BM25) index was not built: {value}")
+        raise RunError(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}") from value
     state = RunState.load(state_path)
     info = state.run_info()
-    info.seconds["lexical"] = round(info.seconds.get("lexical", 0) + float(value), 3)
+    info.seconds["lexical"] = round(info.seconds.get("lexical", 0) + float(value[1]), 3)
     state.update(info)
 
 
 def _lexical_child(jobs: list[tuple[Path, Path]], send: Any) -> None:
-    """:func:`lexical_aside`'s process: build every index, then send ("ok", seconds) or ("error", reason)."""
-    started = time.perf_counter()
-    try:
-        for enriched, out in jobs:
-            build_lexical(enriched, out)
-        send.send(("ok", time.perf_counter() - started))
-    except BaseException as exc:  # reported to the run, which fails with it
-        send.send(("error", f"{type(exc).__name__}: {exc}"))
-    finally:
-        send.close()
+    """:func:`lexical_aside`'s process: build every index, and say how it went (:func:`runs.child.report`)."""
+    report(send, lambda: [build_lexical(enriched, out) for enriched, out in jobs], "the BM25 build")

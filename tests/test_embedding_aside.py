@@ -6,6 +6,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -86,3 +87,34 @@ def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shard
     with embedding_aside(state, again, 2) as pending:
         assert not _embedding_children() and not pending()
     stages.finish(state)
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        raise TypeError("cannot pickle this one")
+
+
+def _raise(exc: BaseException) -> None:
+    raise exc
+
+
+def test_a_helper_process_reports_its_result_its_own_exception_or_an_unpicklable_one_s_words() -> None:
+    from runs.child import report
+    from runs.errors import RunError
+    from schemas.errors import TransientError
+
+    def outcome(work: Any) -> Any:
+        receive, send = multiprocessing.Pipe(duplex=False)
+        report(send, work, "shard 7")
+        assert send.closed
+        got = receive.recv()
+        receive.close()
+        return got
+
+    kind, (result, seconds) = outcome(lambda: 41 + 1)
+    assert (kind, result) == ("ok", 42) and seconds >= 0
+    kind, error = outcome(lambda: _raise(TransientError("the service is busy")))
+    assert kind == "error" and type(error) is TransientError and str(error) == "the service is busy"
+    kind, error = outcome(lambda: _raise(_Unpicklable("half-open socket")))
+    assert kind == "error" and isinstance(error, RunError)
+    assert str(error) == "shard 7: _Unpicklable: half-open socket"
