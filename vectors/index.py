@@ -27,10 +27,11 @@ from vectors.embed import Embedder
 COLLECTION = "zan_chunks"
 BATCH = 1000  # records per metadata-only update, delete and page read: updates of 20k records' two changed keys
 # took 3.5-5.2 s in calls of 1 000 against 5.4-5.9 s at Chroma's maximum (benchmarks/bench_scale.py, embedded)
-UPSERT_BATCH = 5_000  # records per upsert: the largest calls win as the collection grows. Measured alone, rotated
-# twice, 384-d e5 vectors of real-shaped chunks, embedded (benchmarks/README.md, "The write ceiling"): 20 000
-# records 48.1 s at Chroma's maximum against 52.9 s in calls of 1 000; 100 000 records 236.8 against 243.1 s.
-# Under the maximum (5 461: SQLite's 32 766 bound variables over 6 per record), embedded and over HTTP alike
+UPSERT_BATCH = 1_000  # records per upsert. Measured both ways (benchmarks/README.md, "The write ceiling"): a
+# write alone into an embedded collection favours Chroma's maximum (5 461; zan's calls of 5 000: 20 000 records
+# 47.3 against 49.0 s, 100 000 records 227.9 against 248.8 s), but a whole run on 2 workers, where the embedding
+# shards and the BM25 build run beside the writes, favours 1 000 (20 207 chunks, A B A B: 59.6 against 63.1 s;
+# its index stage 40.7 against 44.3 s), and that is what users run
 
 
 class Collection(Protocol):
