@@ -50,7 +50,7 @@ test-deploy: setup deploy-deps  ## the native Airflow stack end to end through t
 test-fast: setup  ## the inner loop: no Airflow runs, no chroma server, no subprocess fault injection, no stack
 	$(UV) run pytest -q -n 2 -m "not airflow and not server and not slow and not deploy"
 
-bench: setup  ## every benchmark at its default size, each figure beside its same-run baseline and goal (~80 min on 2 cores)
+bench: setup  ## every benchmark at its default size, each figure beside its same-run baseline and goal (88 min on 2 cores, measured once whole)
 	$(UV) run python benchmarks/run_all.py
 
 bench-tiny: setup  ## the same suite at a tiny size: it runs end to end (CI runs it as a test), timings mean nothing

@@ -1,6 +1,6 @@
 """``make bench``: every benchmark at one size, each figure beside its baseline from the same run and its goal.
 
-    python benchmarks/run_all.py              # the default size (about 65 minutes on 2 cores, model vectors cached)
+    python benchmarks/run_all.py              # the default size (88 minutes on 2 cores, model vectors cached)
     python benchmarks/run_all.py --size tiny  # what CI runs so the suite never rots (no timing is asserted)
 
 Sections: extraction MB/s against libxml2 parsing alone; on copies of the real acts with the real model's
@@ -63,8 +63,8 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_serve.py": ["--docs", "300", "--embedder", "hash", "--seconds", "2", "--rounds", "1"],
     },
 }
-# seconds for the default size on 2 cores, once the real model's vectors are cached (see README); bench_serve adds
-# ~15 minutes (a 50 000-document home is built), bench_langchain's second round ~17
+# seconds for the default size on 2 cores, once the real model's vectors are cached (see README). Run whole once:
+# 5 283 s, of which bench_scale 3 474 (two 146k builds, then 16 timed writes), bench_langchain 842, bench_serve ~15 min
 BUDGET = 5500
 
 
