@@ -1,4 +1,5 @@
-"""What a run's helper process (a BM25 build or an embedding shard beside the index stage) tells its parent."""
+"""What a run's helper process (a BM25 build or an embedding shard beside the index stage) tells its parent:
+:func:`report` in the child, :func:`outcome` in the parent."""
 
 from __future__ import annotations
 
@@ -24,3 +25,16 @@ def report(send: Any, work: Callable[[], Any], what: str) -> None:
             send.send(("error", RunError(f"{what}: {type(exc).__name__}: {exc}")))
     finally:
         send.close()
+
+
+def outcome(receive: Any, child: Any, what: str) -> tuple[str, Any]:
+    """What :func:`report` sent from ``child`` through the pipe end ``receive``: ("ok", (result, seconds)) or
+    ("error", an exception): the child's own, or a :class:`RunError` naming ``what`` when the child ended
+    without a word or its message does not unpickle here."""
+    try:
+        kind, value = receive.recv()
+        return kind, value
+    except EOFError:
+        return "error", RunError(f"{what} died (exit code {child.exitcode})")
+    except Exception as exc:  # an error that does not unpickle here
+        return "error", RunError(f"{what} failed: {type(exc).__name__}: {exc}")

@@ -30,8 +30,7 @@ import pyarrow.parquet as pq
 
 from enrich.storage import iter_parquet
 from runs.changes import forced_rows
-from runs.child import report
-from runs.errors import RunError
+from runs.child import outcome, report
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, timed
@@ -184,12 +183,7 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
             if not receive.poll() and child.is_alive():
                 running = True
                 continue
-            try:
-                kind, value = receive.recv()
-            except EOFError:
-                kind, value = "error", RunError(f"embedding shard {shard} died (exit code {child.exitcode})")
-            except Exception as exc:  # an error that does not unpickle here
-                kind, value = "error", RunError(f"embedding shard {shard} failed: {type(exc).__name__}: {exc}")
+            kind, value = outcome(receive, child, f"embedding shard {shard}")
             if kind != "ok":
                 stop()
                 raise value

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runs.child import report
+from runs.child import outcome, report
 from runs.errors import RunError
 from runs.state import Published, RunState
 from runs.versions import staging_dir
@@ -54,15 +54,10 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
         receive.close()
         raise
     try:
-        outcome = receive.recv()
-    except EOFError:
-        outcome = ("error", RunError(f"the BM25 build process died (exit code {child.exitcode})"))
-    except Exception as exc:  # an error that does not unpickle here
-        outcome = ("error", RunError(f"the BM25 build failed: {type(exc).__name__}: {exc}"))
+        kind, value = outcome(receive, child, "the BM25 build process")
     finally:
         child.join(timeout=30)
         receive.close()
-    kind, value = outcome
     if kind != "ok":
         raise RunError(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}") from value
     state = RunState.load(state_path)

@@ -118,3 +118,20 @@ def test_a_helper_process_reports_its_result_its_own_exception_or_an_unpicklable
     kind, error = outcome(lambda: _raise(_Unpicklable("half-open socket")))
     assert kind == "error" and isinstance(error, RunError)
     assert str(error) == "shard 7: _Unpicklable: half-open socket"
+
+
+def test_the_parent_reads_what_the_helper_sent_or_names_a_helper_that_ended_without_a_word() -> None:
+    from types import SimpleNamespace
+
+    from runs.child import outcome, report
+    from runs.errors import RunError
+
+    receive, send = multiprocessing.Pipe(duplex=False)
+    report(send, lambda: "built", "the BM25 build")
+    kind, (result, _) = outcome(receive, SimpleNamespace(exitcode=0), "the BM25 build process")
+    assert (kind, result) == ("ok", "built")
+    receive, send = multiprocessing.Pipe(duplex=False)
+    send.close()  # the child died before it said anything
+    kind, error = outcome(receive, SimpleNamespace(exitcode=-9), "embedding shard 3")
+    assert kind == "error" and isinstance(error, RunError)
+    assert str(error) == "embedding shard 3 died (exit code -9)"
