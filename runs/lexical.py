@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runs.child import outcome, report
-from runs.errors import RunError
+from runs.child import outcome, report, wrapped
 from runs.state import Published, RunState
 from runs.versions import staging_dir
 from vectors.lexical import LEXICAL, build_lexical
@@ -36,7 +35,8 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     stages, which leave a core idle (Chroma's write holds one; the embedder mostly waits on its model or
     service): the build's time is hidden instead of added. Nothing changes in what is built (the same
     function, the same files). The process only writes its index folder (never the state file); if the body
-    fails it is stopped, and if the build fails the run fails with its error, before anything is published."""
+    fails it is stopped, and if the build fails the run fails with its error (a RunError that keeps the error's
+    retry class: :func:`runs.child.wrapped`), before anything is published."""
     jobs = lexical_jobs(RunState.load(state_path))
     if not jobs:
         yield
@@ -59,7 +59,7 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
         child.join(timeout=30)
         receive.close()
     if kind != "ok":
-        raise RunError(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}") from value
+        raise wrapped(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}", value) from value
     state = RunState.load(state_path)
     info = state.run_info()
     info.seconds["lexical"] = round(info.seconds.get("lexical", 0) + float(value[1]), 3)

@@ -15,6 +15,7 @@ import pytest
 from runs import stages
 from runs.embedding import embedding_aside, plan_embedding, shard_path
 from runs.indexing import KnownHashes, await_vectors
+from schemas.errors import ZanError
 from tests.conftest import SAMPLE
 from vectors.store import VectorStore
 
@@ -94,6 +95,11 @@ class _Unpicklable(Exception):
         raise TypeError("cannot pickle this one")
 
 
+class _UnpicklableTerminal(ZanError):
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        raise TypeError("cannot pickle this one")
+
+
 def _raise(exc: BaseException) -> None:
     raise exc
 
@@ -118,6 +124,11 @@ def test_a_helper_process_reports_its_result_its_own_exception_or_an_unpicklable
     kind, error = outcome(lambda: _raise(_Unpicklable("half-open socket")))
     assert kind == "error" and isinstance(error, RunError)
     assert str(error) == "shard 7: _Unpicklable: half-open socket"
+    assert error.transient  # unexpected in the run's own process too: Airflow would retry it there
+    kind, error = outcome(lambda: _raise(_UnpicklableTerminal("a page nested 400 deep")))
+    assert kind == "error" and isinstance(error, RunError) and not error.transient  # it said: a retry won't help
+    kind, error = outcome(lambda: _raise(RunError("no source")))
+    assert kind == "error" and type(error) is RunError and not error.transient
 
 
 def test_the_parent_reads_what_the_helper_sent_or_names_a_helper_that_ended_without_a_word() -> None:
@@ -135,3 +146,15 @@ def test_the_parent_reads_what_the_helper_sent_or_names_a_helper_that_ended_with
     kind, error = outcome(receive, SimpleNamespace(exitcode=-9), "embedding shard 3")
     assert kind == "error" and isinstance(error, RunError)
     assert str(error) == "embedding shard 3 died (exit code -9)"
+    assert error.transient  # killed (the OOM killer, a signal): the run's own process dying would be retried
+
+
+def test_a_wrapped_helper_failure_keeps_the_retry_class_of_its_cause() -> None:
+    from runs.child import wrapped
+    from runs.errors import RunError, ShrinkRefused
+    from schemas.errors import TransientError
+
+    assert not wrapped("the BM25 build failed", ShrinkRefused("would delete 80 %")).transient
+    assert wrapped("the BM25 build failed", TransientError("the disk is busy")).transient
+    assert wrapped("the BM25 build failed", OSError(28, "No space left on device")).transient
+    assert not RunError("no source").transient  # the class itself stays terminal: only the instance says so

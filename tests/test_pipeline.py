@@ -13,6 +13,7 @@ import pytest
 from enrich.query import connect
 from runs.pipeline import RunError, RunOptions, run
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA
+from schemas.errors import ZanError
 from schemas.published import published_dir, published_file
 from tests.conftest import CORPUS, SAMPLE, chroma_server, corpus_file, zan
 from vectors.embed import HashingEmbedder
@@ -252,9 +253,11 @@ def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_body
     good = enriched.read_bytes()
     enriched.write_bytes(b"PAR1 not parquet")
     ran = []
-    with pytest.raises(RunError, match="lexical .BM25. index was not built"), stages.lexical_aside(state):
+    with pytest.raises(RunError, match="lexical .BM25. index was not built") as failed, stages.lexical_aside(state):
         ran.append(True)
     assert ran and not out.exists()
+    # Arrow's own error, not zan's: in the run's own process Airflow would retry it, so it stays retryable here
+    assert failed.value.transient and not isinstance(failed.value.__cause__, ZanError)
     enriched.write_bytes(good)
     with stages.lexical_aside(state):
         pass
