@@ -353,10 +353,12 @@ def split_heading_lines(parts: list[str]) -> list[str]:
     return headings
 
 
-_HEADING_LIKE_PIECES = re.compile(r"(?:^|\x00)" + HEADING_LIKE.pattern.removeprefix("^"))
+# A literal first character lets the regex engine jump from NUL to NUL (6 → 1 ms on the Labour Code page,
+# against ``(?:^|\x00)``, which is tried at every position).
+_HEADING_LIKE_PIECES = re.compile("\x00" + HEADING_LIKE.pattern.removeprefix("^"))
 
 
 def count_heading_like(texts: Iterable[str]) -> int:
     """How many of ``texts`` (a source's lines or text nodes) start like an article heading: one regex pass
-    over the pieces joined by NUL (so a piece's own line breaks are only spacing)."""
-    return len(_HEADING_LIKE_PIECES.findall(fold_dashes("\x00".join(texts))))
+    over the pieces, each after a NUL (so a piece's own line breaks are only spacing)."""
+    return len(_HEADING_LIKE_PIECES.findall(fold_dashes("\x00" + "\x00".join(texts))))

@@ -346,3 +346,19 @@ def test_a_bis_article_is_one_label_in_headings_notes_amending_texts_and_questio
     text = "1. Внести в Закон Республики Казахстан от 2 августа 1999 года «О языках» следующие изменения:\n1) статью 10 bis исключить;"
     assert {a.article for a in amendments(text)} == {"10bis"}
     assert [(i.kind, i.article) for i in parse("ст. 10 bis Конституции")] == [("code_article", "10bis")]
+
+
+def test_the_audit_counts_pieces_that_start_like_an_article_heading_and_nothing_inside_them() -> None:
+    from extractors.structure import count_heading_like
+
+    pieces = [
+        "Статья 1. Цели",  # the first piece counts as much as any other
+        "текст со ссылкой на\nСтатья 5 внутри",  # a line break inside a piece is only spacing
+        "  «Статья 2. Задачи",  # quoted and indented: still heading-like
+        "156\u2013бап. Еңбек шарты",  # a dash spelling folds
+        "",
+        "Article 3 Scope",
+        "Статьи 4 и 5",
+    ]
+    assert count_heading_like(pieces) == 4
+    assert count_heading_like([]) == 0 and count_heading_like(["", ""]) == 0
