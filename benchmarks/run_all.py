@@ -64,7 +64,8 @@ SIZES: dict[str, dict[str, list[str]]] = {
     },
 }
 # seconds for the default size on 2 cores, once the real model's vectors are cached (see README). Run whole once:
-# 5 283 s, of which bench_scale 3 474 (two 146k builds, then 16 timed writes), bench_langchain 842, bench_serve ~15 min
+# 5 283 s, then 5 353 s; of the first, bench_scale 3 474 (two 146k builds, then 16 timed writes), bench_langchain 842,
+# bench_serve ~15 min
 BUDGET = 5500
 
 
