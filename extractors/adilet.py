@@ -18,7 +18,7 @@ from pathlib import PurePath
 
 from lxml.etree import _Element
 
-from extractors.html_lines import TooDeep, body_lines, parse_html
+from extractors.html_lines import TooDeep, body_lines, parse_html, text_content
 from extractors.model import Document, ExtractError, Requisites
 from extractors.reference import code_by_adilet_id, code_by_title
 from extractors.requisites import doc_type_of, parse_requisites
@@ -82,16 +82,16 @@ def _language_from_path(source_file: str) -> str:
 def _header(root: _Element, adilet_id: str, language: str) -> Requisites:
     slogan = root.find(".//div[@class='container_alpha slogan']")
     h1 = slogan.find(".//h1") if slogan is not None else root.find(".//h1")
-    title = normalize_space(h1.text_content()) if h1 is not None else None
+    title = normalize_space(text_content(h1)) if h1 is not None else None
     status_el = next(iter(root.xpath(".//span[contains(concat(' ', @class, ' '), ' status ')]")), None)
-    line = " ".join(normalize_space(p.text_content()) for p in slogan.iterfind("p")) if slogan is not None else ""
+    line = " ".join(normalize_space(text_content(p)) for p in slogan.iterfind("p")) if slogan is not None else ""
     requisites = parse_requisites(line, adilet_id) if line else Requisites(jurisdiction="KZ")
     requisites.doc_title = title
     requisites.doc_type = requisites.doc_type or doc_type_of("", adilet_id)
     requisites.adilet_id = adilet_id
     requisites.language = language
     if status_el is not None:
-        label = normalize_space(status_el.text_content())
+        label = normalize_space(text_content(status_el))
         requisites.status = status_of(label) or status_of_css(status_el.get("class") or "") or "unknown"
     requisites.source_url = f"https://adilet.zan.kz/{language}/docs/{adilet_id}"
     reference = code_by_adilet_id(adilet_id) or (code_by_title(title) if title else None)

@@ -13,7 +13,7 @@ import re
 from pypdf import PdfReader
 from pypdf.errors import PdfReadError
 
-from extractors.html_lines import parse_html
+from extractors.html_lines import parse_html, text_content
 from extractors.model import Document, ExtractError, Requisites
 from extractors.structure import Line, build_units
 from schemas.designations import Designation, parse_designation
@@ -74,18 +74,18 @@ def parse_standard_html(text: str, source_file: str) -> Document:
     if title_el is None:
         raise ExtractError(source_file, "HTML standard without an <h1> title")
     subtitle = root.find(".//*[@class='subtitle']")
-    head = [normalize_space(title_el.text_content())]
-    head += [normalize_space(subtitle.text_content())] if subtitle is not None else []
+    head = [normalize_space(text_content(title_el))]
+    head += [normalize_space(text_content(subtitle))] if subtitle is not None else []
     designation, title = identify_standard(head, source_file)
     lines = [
-        Line(el.text_content(), heading=el.tag in ("h2", "h3", "h4"))
+        Line(text_content(el), heading=el.tag in ("h2", "h3", "h4"))
         for el in root.iter("h2", "h3", "h4", "p", "li")
         if el.get("class") != "subtitle"
     ]
     units = build_units(lines, standard_sections=True)
     if not units:
         raise ExtractError(source_file, "the standard has a title but no body text")
-    language = _language(root.text_content())
+    language = _language(text_content(root))
     return Document(standard_requisites(designation, title, language), units, source_file, language)
 
 
