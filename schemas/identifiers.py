@@ -62,6 +62,7 @@ ADILET_ID = r"[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_)"
 
 
 _DASH_RE = re.compile("[" + "".join(map(chr, _DASHES)) + "]")
+ANY_DASH = "[-" + "".join(map(chr, _DASHES)) + "]"  # a pattern's «-» that also takes every spelling fold_dashes folds
 
 
 def fold_dashes(text: str) -> str:

@@ -362,3 +362,36 @@ def test_the_audit_counts_pieces_that_start_like_an_article_heading_and_nothing_
     ]
     assert count_heading_like(pieces) == 4
     assert count_heading_like([]) == 0 and count_heading_like(["", ""]) == 0
+
+
+def test_the_audit_count_agrees_with_heading_like_for_every_dash_spelling() -> None:
+    """The one-pass count takes dashes in its pattern rather than folding them first: for every spelling
+    ``fold_dashes`` folds, in both places a Kazakh heading has one, it counts what ``heading_like`` says."""
+    from extractors.structure import count_heading_like, heading_like
+    from schemas.identifiers import _DASHES
+
+    for dash in ["-", *map(chr, _DASHES)]:
+        pieces = [
+            f"156{dash}бап. Еңбек шарты",
+            f"5 {dash} 1 бап",
+            f"5{dash}1{dash}бап",
+            f"Статья 5{dash}1.",
+            f"{dash}5 бап",
+        ]
+        assert count_heading_like(pieces) == sum(map(heading_like, pieces)) == 4, ascii(dash)
+
+
+def test_the_article_headings_signal_is_a_line_that_starts_like_one_as_a_multiline_pattern_reads_it() -> None:
+    """Detection looks for a line feed and the heading, and for the heading at the head's start: the same
+    lines a multiline ``^`` finds, no more (a heading after a carriage return or mid-line is not a line's)."""
+    import re
+
+    from extractors.detect import _ARTICLE_LINE, _signals
+
+    multiline = re.compile(r"(?m)^" + _ARTICLE_LINE)
+    heads = ["Статья 1. Цели", "текст\n## Статья 2", "текст\n\n  156-бап. Еңбек", "текст Статья 3", "a\rСтатья 4",
+             "x\n> «Статья 5", "5-бап", "текст 5 бап", "\n\n", "", "12 бапта"]  # fmt: skip
+    for head in heads:
+        said = any(e.signal == "article headings" for e in _signals(Path("a.md"), head))
+        assert said == bool(multiline.search(head)), head
+    assert [bool(multiline.search(h)) for h in heads].count(True) == 5
