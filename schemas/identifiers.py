@@ -78,7 +78,10 @@ def fold_lookalikes(text: str) -> str:
 def normalize_space(text: str) -> str:
     """The text cleaned (:func:`schemas.text.clean_text`: NFC, invisible and control characters, digits of
     any script), non-breaking and odd spaces to plain spaces, runs collapsed, ends stripped."""
-    return " ".join(clean_text(text).split())  # str.split() already splits on U+00A0 and U+202F
+    text = clean_text(text)
+    if text.isprintable() and "  " not in text and text[:1] != " " and text[-1:] != " ":
+        return text  # its only white space is single inner spaces (any other is not printable): nothing to do
+    return " ".join(text.split())  # str.split() already splits on U+00A0 and U+202F
 
 
 def canonical_adilet_id(raw: str) -> str:

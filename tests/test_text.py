@@ -42,3 +42,16 @@ def test_what_readers_meet_comes_out_as_they_read_it() -> None:
     assert normalize_space("a\x00b\u00a0\u202fc  ") == "a b c"
     plain = "Статья 156. Трудовой договор 😀"
     assert clean_text(plain) is plain  # nothing to clean: the same object back, no copy
+
+
+def test_normalize_space_s_shortcut_never_passes_over_a_space_of_any_script() -> None:
+    """A line that is printable and has no double, leading or trailing space is returned as cleaned: every
+    BMP code point between words, doubled, and at either end gives what splitting and joining gives
+    (clean_text itself is checked against the definition above; no white space lies beyond the BMP)."""
+    assert not any(chr(code).isspace() for code in range(0x10000, sys.maxunicode + 1))
+    for code in range(0x10000):
+        if 0xD800 <= code <= 0xDFFF:
+            continue
+        c = chr(code)
+        for text in (f"а{c}б", f"а{c}{c}б", f"{c}б", f"а{c}"):
+            assert normalize_space(text) == " ".join(clean_text(text).split()), (hex(code), text)
