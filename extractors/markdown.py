@@ -144,5 +144,5 @@ def _lines(lines: list[str]) -> list[Line]:
     for raw in lines:
         m = _HEADING.match(raw)
         text = normalize_space(m.group(2) if m else raw)
-        out.append(Line(text, heading=bool(m), note=is_editorial_note(text) and not m))
+        out.append(Line(text, heading=bool(m), note=is_editorial_note(text) and not m, normalized=True))
     return out

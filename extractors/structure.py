@@ -102,6 +102,7 @@ class Line:
     text: str
     heading: bool = False
     note: bool = False
+    normalized: bool = False  # the source already passed ``text`` through normalize_space: not done twice
 
 
 def match_article(text: str) -> tuple[str, str] | None:
@@ -213,7 +214,7 @@ class _Builder:
         self.open("annex", str(self.annex), text)
 
     def feed(self, line: Line) -> None:
-        text = normalize_space(line.text)
+        text = line.text if line.normalized else normalize_space(line.text)
         if not text:
             return
         if line.note:

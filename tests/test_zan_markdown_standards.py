@@ -116,3 +116,24 @@ def test_unreadable_pdf_becomes_a_reject_not_a_crash(tmp_path) -> None:  # type:
     bad.write_bytes(b"%PDF-1.4 garbage")
     outcome = extract_file(bad)
     assert outcome.document is None and outcome.error
+
+
+def test_lines_a_source_marks_normalized_are_so_and_the_builder_normalizes_the_rest() -> None:
+    """Markdown and zan.gov.kz lines are normalised once, by their source, and say so; the builder then takes
+    their text as it is. The mark must be true of every line the real files give, and a line without it is
+    still normalised by the builder."""
+    from extractors import markdown, zan_portal
+    from extractors.structure import Line, build_units
+    from schemas.identifiers import normalize_space
+
+    corpus_file("kzlaws")
+    sources = [(markdown._lines, p.read_text("utf-8").splitlines()) for p in sorted((CORPUS / "kzlaws").rglob("*.md"))]
+    sources += [(lambda text: zan_portal._lines(text, ""), json.loads(p.read_bytes())["text"]) for p in _zan_records()]
+    seen = 0
+    for lines_of, raw in sources:
+        for line in lines_of(raw):
+            assert line.normalized and line.text == normalize_space(line.text), line
+            seen += 1
+    assert seen > 1000
+    units = build_units([Line("Статья 1. Цели", heading=True), Line(" a\u00a0 b\u200b ", normalized=False)])
+    assert units[-1].paragraphs == ["a b"]
