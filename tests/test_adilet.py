@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,23 @@ def test_bundled_orders_requisites(name: str, issuer: str, number: str, registra
 def test_page_without_article_body_is_an_extract_error() -> None:
     with pytest.raises(ExtractError, match="no <article> body"):
         parse_adilet_html("<html><body><p>404</p></body></html>", "broken.html")
+
+
+def test_a_page_saved_as_xhtml_or_naming_another_charset_is_read_as_the_utf_8_it_is(tmp_path: Path) -> None:
+    """lxml refuses a str that opens with an XML declaration, and a declared charset must not undo the UTF-8
+    decoding already done: both pages extract, their Russian text intact (they were rejects, or at risk)."""
+    from extractors.discover import extract_file
+
+    body = "<body><article><p><b>Статья 1. Цели</b></p><p>Работодатель обязан.</p></article></body></html>"
+    pages = {
+        "K0000000001": f'<?xml version="1.0" encoding="windows-1251"?>\n<html xmlns="http://www.w3.org/1999/xhtml">{body}',
+        "K0000000002": f'<html><head><meta http-equiv="Content-Type" content="text/html; charset=koi8-r"></head>{body}',
+    }
+    (tmp_path / "adilet").mkdir()
+    for name, page in pages.items():
+        path = tmp_path / "adilet" / f"{name}.html"
+        path.write_text(page, "utf-8")
+        outcome = extract_file(path)
+        assert outcome.error is None, outcome.error
+        article = outcome.document.units[-1]
+        assert (article.label, article.heading, article.paragraphs) == ("1", "Статья 1. Цели", ["Работодатель обязан."])
