@@ -61,8 +61,9 @@ ARTICLE_LABEL = r"\d{1,4}(?:\s*-\s*\d{1,3})?(?:\s*(?:bis|ter|quater)\b)?"
 ADILET_ID = r"[KVPUZS]\d{2}(?:[0-9A-Z]{8}|[0-9A-Z]{7}_)"
 
 
-_DASH_RE = re.compile("[" + "".join(map(chr, _DASHES)) + "]")
-ANY_DASH = "[-" + "".join(map(chr, _DASHES)) + "]"  # a pattern's «-» that also takes every spelling fold_dashes folds
+_DASH_SPELLINGS = "".join(map(chr, _DASHES))
+_DASH_RE = re.compile(f"[{_DASH_SPELLINGS}]")
+ANY_DASH = f"[-{_DASH_SPELLINGS}]"  # a pattern's «-» that also takes every spelling fold_dashes folds
 
 
 def fold_dashes(text: str) -> str:
