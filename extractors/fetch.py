@@ -5,7 +5,9 @@
 - Retries (tenacity) only for transient failures: 429 (honouring ``Retry-After``), 5xx, timeouts, connection
   errors and truncated bodies, with exponential backoff. A 404 or another 4xx is terminal.
 - Bounded against a hostile or broken server: a body over ``max_bytes`` (``ZAN_MAX_FILE_MB``, as the
-  extractors bound files) is refused as it streams in, never held whole; an act has one deadline
+  extractors bound files) is refused as it streams in, never held whole, and counted as it *decompresses*
+  (:mod:`extractors.decoding`: gzip, deflate and zstd, the codings it accepts, a piece at a time), so a
+  compression bomb costs the cap plus one piece; an act has one deadline
   (``deadline`` seconds) for all its pages and retries, so a server that trickles one byte at a time cannot
   hold a fetch for ever; redirects are followed only within the site (same scheme, host and port).
 - Landing zone: every body is stored once under ``objects/<sha256[:2]>/<sha256>`` (written to a temporary
@@ -24,7 +26,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +34,7 @@ from typing import Any
 import httpx
 from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
 
+from extractors.decoding import ACCEPTED, DecodingProblem, TruncatedBody, decoded
 from extractors.discover import max_file_bytes
 from schemas.errors import ZanError
 from schemas.files import atomic_write
@@ -220,9 +223,6 @@ class Fetcher:
             raise NotFound(f"{url}: HTTP {response.status_code}")
         if response.status_code >= 400:
             raise FetchError(f"{url}: HTTP {response.status_code}")
-        expected = response.headers.get("Content-Length")
-        if expected is not None and expected.isdigit() and int(expected) != len(response.content):
-            raise TransientFetchError(f"{url}: truncated body ({len(response.content)} of {expected} bytes)")
         return response
 
     def _request(self, url: str, headers: dict[str, str]) -> httpx.Response:
@@ -232,19 +232,29 @@ class Fetcher:
         if time.monotonic() > self._until:
             raise FetchTimedOut(f"{url}: the fetch of this act ran over its {self.deadline:g} s deadline")
         try:
-            with self.client.stream("GET", url, headers=headers) as response:
+            with self.client.stream(
+                "GET", url, headers={"Accept-Encoding": ", ".join(ACCEPTED), **headers}
+            ) as response:
                 declared = response.headers.get("Content-Length", "")
                 if declared.isdigit() and int(declared) > self.max_bytes:
                     raise FetchError(f"{url}: the body is {int(declared):,} bytes, over the {self.max_bytes:,} limit")
+                raw = _Counted(response.iter_raw())
                 body = bytearray()
-                for block in response.iter_bytes():
-                    body += block
+                for piece in decoded(raw, response.headers.get("Content-Encoding")):  # bounded as it decompresses
+                    body += piece
                     if len(body) > self.max_bytes:
-                        raise FetchError(f"{url}: the body is over the {self.max_bytes:,} bytes limit")
+                        raise FetchError(f"{url}: the body is over the {self.max_bytes:,} bytes limit once decoded")
                     if time.monotonic() > self._until:
                         raise FetchTimedOut(f"{url}: the fetch of this act ran over its {self.deadline:g} s deadline")
-                return httpx.Response(response.status_code, headers=response.headers, content=bytes(body),
-                                      request=response.request)  # fmt: skip
+                if response.is_success and declared.isdigit() and int(declared) != raw.count:
+                    raise TransientFetchError(f"{url}: truncated body ({raw.count} of {declared} bytes)")
+                kept = [(k, v) for k, v in response.headers.multi_items()
+                        if k.lower() not in ("content-encoding", "content-length")]  # fmt: skip
+                return httpx.Response(response.status_code, headers=kept, content=bytes(body), request=response.request)
+        except TruncatedBody as exc:
+            raise TransientFetchError(f"{url}: {exc}") from exc
+        except DecodingProblem as exc:
+            raise FetchError(f"{url}: {exc}") from exc
         except (httpx.TimeoutException, httpx.TransportError) as exc:  # incl. bodies cut short by the server
             raise TransientFetchError(f"{url}: {type(exc).__name__}: {exc}") from exc
 
@@ -274,6 +284,18 @@ class Fetcher:
         except OSError:  # a filesystem without hard links: a copy is as good
             tmp.write_bytes(body)
         os.replace(tmp, view)
+
+
+class _Counted:
+    """The raw (still encoded) blocks of a body, counted as they pass (a truncated body is told by them)."""
+
+    def __init__(self, blocks: Iterator[bytes]) -> None:
+        self.blocks, self.count = blocks, 0
+
+    def __iter__(self) -> Iterator[bytes]:
+        for block in self.blocks:
+            self.count += len(block)
+            yield block
 
 
 def _retry_after(response: httpx.Response) -> float | None:

@@ -255,7 +255,46 @@ def _redirect(target: str) -> Callable[[_Handler], None]:
     return send
 
 
+def _zstd_bomb(gib: int = 4) -> bytes:
+    """``gib`` GiB of zeros as one zstd frame of RLE blocks (RFC 8878 §3.1.1.2: a 3-byte block header and the
+    one byte repeated), 4 bytes for every 128 KiB: 4 GiB is a 131 KB body."""
+    block = 128 * 1024
+    header = (0xFD2FB528).to_bytes(4, "little") + bytes([0x00, 7 << 3])  # no content size; a 128 KiB window
+    blocks = gib * 1024 * 1024 * 1024 // block
+    rle = ((block << 3) | (1 << 1)).to_bytes(3, "little") + b"\0"
+    last = ((block << 3) | (1 << 1) | 1).to_bytes(3, "little") + b"\0"
+    return header + rle * (blocks - 1) + last
+
+
+def _gzip_bomb(gib: int = 4) -> bytes:
+    """``gib`` GiB of zeros as gzip members one after another (RFC 1952 allows it; 64 MiB each): ~4 MB."""
+    import gzip
+
+    member = gzip.compress(b"\0" * (64 << 20), compresslevel=9)
+    return member * (gib * 16)
+
+
+def _encoded(body: Callable[[], bytes], coding: str) -> Callable[[_Handler], None]:
+    def send(handler: _Handler) -> None:
+        try:
+            handler._plain(200, body(), {"Content-Encoding": coding, "Content-Type": "text/html"})
+        except OSError:  # the client hung up at its cap: what it should do
+            return
+
+    return send
+
+
+def _gzipped_page() -> bytes:
+    import gzip
+
+    return gzip.compress((SAMPLE / "adilet/rus/V2400035612.html").read_bytes())
+
+
 HOSTILE: dict[str, Callable[[_Handler], None]] = {
+    "/rus/docs/V2499000006": _encoded(_zstd_bomb, "zstd"),
+    "/rus/docs/V2499000007": _encoded(_gzip_bomb, "gzip"),
+    "/rus/docs/V2499000008": _encoded(_gzipped_page, "gzip"),
+    "/rus/docs/V2499000009": _encoded(lambda: b"not brotli at all", "br"),
     "/rus/docs/V2499000001": _huge(declared=True),
     "/rus/docs/V2499000002": _huge(declared=False),
     "/rus/docs/V2499000003": _trickle,
@@ -305,3 +344,56 @@ def test_redirects_are_followed_only_within_the_site(server: _Server, tmp_path: 
         other.server_close()
     assert other.log == []  # the other service was never asked
     assert Path(landed[0].path).read_bytes() == (SAMPLE / "adilet/rus/V2400035612.html").read_bytes()
+
+
+_BOMB_CHILD = """
+import sys
+from pathlib import Path
+from extractors.fetch import Fetcher, FetchError
+try:
+    with Fetcher(Path(sys.argv[1]), base_url=sys.argv[2], min_interval=0.0, timeout=30) as f:
+        f.fetch_act(sys.argv[3], languages=("rus",), info=False)
+    print("FETCHED")
+except FetchError as exc:
+    print("REFUSED", exc)
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))  # this process's own
+print("PEAK_MB", int(hwm.split()[1]) / 1024)  # (ru_maxrss keeps the forking parent's high-water mark)
+"""
+
+
+@pytest.mark.parametrize(("adilet_id", "coding"), [("V2499000006", "zstd"), ("V2499000007", "gzip")])
+def test_a_compression_bomb_is_refused_as_it_decompresses(server: _Server, tmp_path: Path, adilet_id: str,
+                                                          coding: str) -> None:  # fmt: skip
+    """4 GiB of zeros sent compressed (131 KB of zstd, ~4 MB of gzip) against the default 64 MB cap: refused
+    with the reason, the fetching process's peak under 300 MB (it was 4.26 GB for zstd), nothing landed."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", _BOMB_CHILD, str(tmp_path / "landing"), base, adilet_id],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**__import__("os").environ, "ZAN_MAX_FILE_MB": "64"})  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "REFUSED" in done.stdout and "over the 67,108,864 bytes limit once decoded" in done.stdout, done.stdout
+    peak = float(done.stdout.split("PEAK_MB")[1])
+    assert peak < 300, f"{coding}: peak {peak:.0f} MB"
+    assert time.monotonic() - started < 60
+    assert not (tmp_path / "landing" / "adilet").exists()
+
+
+def test_a_compressed_page_lands_as_its_decoded_bytes(server: _Server, tmp_path: Path) -> None:
+    with _fetcher(server, tmp_path / "landing") as fetcher:
+        landed = fetcher.fetch_act("V2499000008", languages=("rus",), info=False)
+    assert Path(landed[0].path).read_bytes() == (SAMPLE / "adilet/rus/V2400035612.html").read_bytes()
+    assert server.log[-1][1]["Accept-Encoding"] == "gzip, deflate, zstd"  # only what it can bound
+
+
+def test_a_coding_it_did_not_ask_for_is_refused_with_the_reason(server: _Server, tmp_path: Path) -> None:
+    with (
+        _fetcher(server, tmp_path / "landing") as fetcher,
+        pytest.raises(FetchError, match="Content-Encoding 'br' is not one zan accepts"),
+    ):
+        fetcher.fetch_act("V2499000009", languages=("rus",), info=False)
