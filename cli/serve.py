@@ -20,6 +20,31 @@ def serve_command(
     chroma_url: ChromaUrlOption = None,
     embedder: EmbedderOption = None,
     workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="Threads for blocking work.")] = 8,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections", min=1, max=100_000, help="Open connections; one more is answered 503 and closed."
+        ),
+    ] = 1000,
+    max_in_flight: Annotated[
+        int,
+        typer.Option(
+            "--max-in-flight", min=1, max=10_000, help="Requests answered at once; beyond it 503 with Retry-After."
+        ),
+    ] = 64,
+    header_timeout: Annotated[
+        float,
+        typer.Option(
+            "--header-timeout", min=0.1, max=600, help="Seconds a client has to send its request headers (then 408)."
+        ),
+    ] = 10.0,
+    keep_alive: Annotated[
+        int, typer.Option("--keep-alive", min=1, max=600, help="Seconds an idle connection stays open.")
+    ] = 5,
+    max_header_bytes: Annotated[
+        int,
+        typer.Option("--max-header-bytes", min=4096, max=1 << 20, help="Request line and headers together (then 431)."),
+    ] = 64 * 1024,
 ) -> None:
     """Serve lookups (GET /api/lookup?q=…, the same JSON as `zan lookup --json`) and the registry pages,
     read-only, following each newly published version without a restart.
@@ -27,8 +52,11 @@ def serve_command(
     Example: `zan serve --home ./data --port 8787` then open http://127.0.0.1:8787/?q=приказ+211
     """
     from serve.app import TOKEN_ENV, serve
+    from serve.limits import ServeLimits
     from serve.served import ServeConfig
 
     token = os.environ.get(TOKEN_ENV) or None
     with failing("serve"):
-        serve(ServeConfig(home, chroma_url, embedder, token, workers), host, port)
+        limits = ServeLimits(max_header_bytes=max_header_bytes, header_timeout=header_timeout, keep_alive=keep_alive,
+                             max_connections=max_connections, max_in_flight=max_in_flight)  # fmt: skip
+        serve(ServeConfig(home, chroma_url, embedder, token, workers, limits=limits), host, port)

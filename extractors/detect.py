@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from extractors.model import Document, ExtractError
+from extractors.model import Document, ExtractError, vet_requisites
 from schemas.designations import parse_designation
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
 from schemas.text import clean_text
@@ -213,6 +213,7 @@ def extract(path: Path, data: bytes) -> Document:
             continue
         document.parser = parser
         document.evidence = detection.reasons(parser) or [f"suffix {path.suffix.lower()}"]
+        vet_requisites(document)
         return document
     why = "; ".join(str(e) for e in detection.evidence) or "suffix only"
     if len(declined) == 1:

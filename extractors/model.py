@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from schemas.errors import ZanError
 from schemas.kinds import DocType
+from schemas.links import link_problem
 
 
 @dataclass
@@ -150,3 +152,32 @@ class ExtractError(ZanError, ValueError):
         super().__init__(f"{source_file}: {reason}")
         self.source_file = source_file
         self.reason = reason
+
+
+# Fields that are identifiers (matched, filtered, put in addresses): letters of any script, digits, spaces and
+# . : / ( ) - only, as every real number reads («ҚР ДСМ-26», «8С 37/5», «45001:2018», «004/2011»).
+IDENTIFIER_FIELDS = ("order_number", "law_zrk", "registration_number", "intl_section", "portal_id")
+_IDENTIFIER_TEXT = re.compile(r"[\w .:/()-]{1,64}")
+
+
+def vet_requisites(document: Document) -> None:
+    """Keep in the fields only what such a field may hold; say why anything else was dropped.
+
+    A ``source_url`` that is not an http(s) link on an expected host (:func:`schemas.links.link_problem`:
+    ``javascript:``, ``data:``, another host…) and an identifier field holding other characters (an order
+    number «777"><img») are cleared, and the value is kept as text in the document's notices with the reason,
+    which the audit and the run report show. Every extractor's document passes here
+    (:func:`extractors.detect.extract`)."""
+    req = document.requisites
+    if req.source_url:
+        why = link_problem(req.source_url)
+        if why:
+            document.notices.append(f"source url kept as text, not as a link ({why}): {req.source_url[:300]!r}")
+            req.source_url = None
+    for name in IDENTIFIER_FIELDS:
+        value = getattr(req, name)
+        if value and not _IDENTIFIER_TEXT.fullmatch(value):
+            document.notices.append(
+                f"{name} rejected (an identifier holds letters, digits, spaces and . : / ( ) - only): {value[:300]!r}"
+            )
+            setattr(req, name, None)

@@ -122,6 +122,7 @@ class Lookup:
         self._lock = threading.Lock()
         self._snapshot = self._checked(Snapshot.open(home, max_candidates))
         self._collection: Collection | None = None
+        self._collection_lock = threading.Lock()  # one opening of the index, however many questions ask at once
 
     @classmethod
     def open(
@@ -176,9 +177,21 @@ class Lookup:
 
     @property
     def collection(self) -> Collection:
+        """The index's collection, opened on first use, once: questions arriving together wait for the one
+        opening (Chroma's embedded client is not safe to create from several threads at once)."""
         if self._collection is None:
-            self._collection = _open_collection(self.home, self.chroma_url, self.embedder, self.embedder_id)
+            with self._collection_lock:
+                if self._collection is None:
+                    self._collection = _open_collection(self.home, self.chroma_url, self.embedder, self.embedder_id)
         return self._collection
+
+    def warm(self) -> None:
+        """Open now what a first plain-words question would open: the index's collection and the embedder
+        (a model loads its weights on first use). A server calls it before it answers anything, so the first
+        burst of questions finds every reader open."""
+        if self.chroma_url is not None or (self.home / "chroma").is_dir():
+            _ = self.collection
+        self.embedder.embed_queries(["warm"])
 
     def fetch_chunks_by_doc_ids(
         self, doc_ids: list[str], query: str, k_per_doc: int = 5, articles: list[str] | None = None

@@ -46,6 +46,7 @@ from lookup.route import MAX_QUERY_CHARS, Lookup
 from lookup.version import Snapshot
 from runs.history import MAX_RUNS
 from serve import pages
+from serve.limits import ServeLimits
 from serve.metrics import Metrics
 from serve.served import ServeConfig, Served
 from serve.views import MAX_PAGE, article, document, search_documents
@@ -54,6 +55,7 @@ HERE = Path(__file__).resolve().parent
 TOKEN_ENV = "ZAN_SERVE_TOKEN"
 MAX_K_PER_DOC = 100
 T = TypeVar("T")
+PageQuery = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Which page of a long document or article.")]
 
 
 def is_loopback(host: str) -> bool:
@@ -93,11 +95,13 @@ def create_app(config: ServeConfig) -> FastAPI:
         summary="Identifier-aware lookup over the published registry, and the registry browser.",
         version="1",
         lifespan=lifespan,
+        docs_url=None,  # FastAPI's /docs and /redoc load scripts from a CDN on this origin: off; /openapi.json stays
+        redoc_url=None,
     )
     app.state.served = served
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
 
-    app.add_middleware(GuardAndMeasure, token=config.token, metrics=metrics, served=served)
+    app.add_middleware(GuardAndMeasure, token=config.token, metrics=metrics, served=served, limits=config.limits)
 
     # --- the API ----------------------------------------------------------------------------------------
 
@@ -124,17 +128,19 @@ def create_app(config: ServeConfig) -> FastAPI:
         return JSONResponse(found)
 
     @app.get("/api/documents/{doc_id}", tags=["api"], summary="One document: requisites, status, articles, lineage")
-    async def api_document(doc_id: str) -> JSONResponse:
+    async def api_document(doc_id: str, page: PageQuery = 1) -> JSONResponse:
+        """Articles and changes come a page at a time (`page` of `pages`, each list's `totals`)."""
         _, snap = served.snapshot()
-        found = await blocking(document, snap, doc_id[:200], served.history)
+        found = await blocking(document, snap, doc_id[:200], served.history, page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
         return JSONResponse(found)
 
     @app.get("/api/documents/{doc_id}/articles/{label}", tags=["api"], summary="One article with notes, lineage")
-    async def api_article(doc_id: str, label: str) -> JSONResponse:
+    async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> JSONResponse:
+        """Chunks (by size) and changes come a page at a time (`page` of `pages`, `totals`)."""
         _, snap = served.snapshot()
-        found = await blocking(article, snap, doc_id[:200], label[:50])
+        found = await blocking(article, snap, doc_id[:200], label[:50], page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
         return JSONResponse(found)
@@ -146,12 +152,18 @@ def create_app(config: ServeConfig) -> FastAPI:
         return JSONResponse({"current_version": current, "runs": [r.as_dict() for r in runs]})
 
     @app.get("/healthz", tags=["operations"], summary="The version served; 503 while none can be")
-    async def healthz() -> JSONResponse:
+    async def healthz(request: Request) -> JSONResponse:
+        """Healthy or not, and the version served; why (which may name paths) only to a request that carries
+        the token, on a server that has one."""
+        detailed = bool(config.token) and _authorised(request.headers, config.token or "")
         if served.lookup is None:
-            return JSONResponse({"status": "unavailable", "reason": served.problem}, status_code=503)
-        body: dict[str, Any] = {"status": "ok", "version": served.lookup.held().version}
+            body: dict[str, Any] = {"status": "unavailable", "reason": served.problem_kind}
+            if detailed:
+                body["detail"] = served.problem
+            return JSONResponse(body, status_code=503)
+        body = {"status": "ok", "version": served.lookup.held().version}
         if served.problem:
-            body["warning"] = served.problem
+            body["warning"] = served.problem if detailed else served.problem_kind
         return JSONResponse(body)
 
     @app.get("/metrics", tags=["operations"], summary="Prometheus text format")
@@ -178,13 +190,27 @@ def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int) -> dict[str,
     return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap).as_dict()
 
 
-class GuardAndMeasure:
-    """The token check, the metrics and the ``X-Zan-Version`` header, as plain ASGI: Starlette's
-    ``BaseHTTPMiddleware`` runs each request through an extra task and stream (a millisecond or more a
-    request under load)."""
+# Every response: no script but our own (the pages have none), nothing framed, nothing sniffed, no referrer.
+CSP = ("default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+       "frame-ancestors 'none'; img-src 'self' data:; style-src 'self'")  # fmt: skip
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+}
+UNCAPPED = frozenset({"/healthz"})  # answered whatever the load: an orchestrator must see the process alive
 
-    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics, served: Served) -> None:
-        self.app, self.token, self.metrics, self.served = app, token, metrics, served
+
+class GuardAndMeasure:
+    """Around every request, as plain ASGI (Starlette's ``BaseHTTPMiddleware`` runs each request through an
+    extra task and stream): the header count and line bounds (431), the cap on requests in flight (503 with
+    ``Retry-After``), the token, the security headers, the metrics and ``X-Zan-Version``."""
+
+    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics, served: Served,
+                 limits: ServeLimits) -> None:  # fmt: skip
+        self.app, self.token, self.metrics, self.served, self.limits = app, token, metrics, served, limits
+        self.in_flight = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -197,20 +223,39 @@ class GuardAndMeasure:
             if message["type"] == "http.response.start":
                 status[0] = message["status"]
                 headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
                 if self.served.lookup is not None and "x-zan-version" not in headers:
                     headers["X-Zan-Version"] = str(self.served.lookup.held().version)
             await send(message)
 
+        capped = scope["path"] not in UNCAPPED
+        self.in_flight += capped
         try:
-            if self.token and scope["path"] != "/healthz" and not _authorised(Headers(scope=scope), self.token):
-                refused = JSONResponse({"detail": "a bearer token is required"}, status_code=401,
-                                       headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+            refused = self._refusal(scope, capped)
+            if refused is not None:
                 await refused(scope, receive, sending)
             else:
                 await self.app(scope, receive, sending)
         finally:
+            self.in_flight -= capped
             route = scope.get("route")  # set by the router on this same scope
             self.metrics.observe(getattr(route, "path", "unmatched"), status[0], time.perf_counter() - started)
+
+    def _refusal(self, scope: Scope, capped: bool) -> Response | None:
+        headers = scope["headers"]
+        if len(headers) > self.limits.max_headers:
+            return JSONResponse({"detail": f"more than {self.limits.max_headers} header fields"}, status_code=431)
+        if any(len(name) + len(value) + 2 > self.limits.max_header_line for name, value in headers):
+            return JSONResponse({"detail": f"a header field is over {self.limits.max_header_line} bytes"},
+                                status_code=431)  # fmt: skip
+        if capped and self.in_flight > self.limits.max_in_flight:
+            return JSONResponse({"detail": f"over {self.limits.max_in_flight} requests in flight; retry"},
+                                status_code=503, headers={"Retry-After": str(self.limits.retry_after)})  # fmt: skip
+        if self.token and scope["path"] != "/healthz" and not _authorised(Headers(scope=scope), self.token):
+            return JSONResponse({"detail": "a bearer token is required"}, status_code=401,
+                                headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+        return None
 
 
 def _authorised(headers: Headers, token: str) -> bool:
@@ -219,8 +264,26 @@ def _authorised(headers: Headers, token: str) -> bool:
 
 
 def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8787) -> None:
-    """Run the app on uvicorn until interrupted."""
+    """Run the app on uvicorn, with the connection bounds of :mod:`serve.protocol`, until interrupted."""
     import uvicorn
 
+    from serve.protocol import bounded_protocol
+
     check_binding(host, config.token)
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False)
+    limits = config.limits
+    _files_for(limits.max_connections)
+    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False,
+                http=bounded_protocol(limits), timeout_keep_alive=limits.keep_alive)  # fmt: skip
+
+
+def _files_for(connections: int) -> None:
+    """Raise the soft limit on open files toward the hard one, so the connection cap (not the file limit, which
+    stops every client at once) is what a flood meets; refuse a cap the hard limit cannot hold."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = connections + 256  # the index, parquet files, the pool's sockets
+    if hard != resource.RLIM_INFINITY and wanted > hard:
+        raise ValueError(f"--max-connections {connections} needs {wanted} open files; the hard limit is {hard}")
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))

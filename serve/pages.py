@@ -1,7 +1,8 @@
 """The pages people use, rendered on the server at addresses they can share: ``/?q=…`` (search, answered as
 the lookup answers), ``/documents`` (the registry, filtered), ``/documents/{doc_id}``,
 ``/documents/{doc_id}/articles/{article}`` and ``/runs`` (history with charts). Everything they load is
-served from this package: one stylesheet, inline SVG charts, no script."""
+served from this package: one stylesheet, inline SVG charts, no script; every page is rendered in the worker
+pool and a long document or article comes a page at a time."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from lookup.version import Snapshot
 from runs.charts import stacked_bars
 from runs.diff import CLASSES
 from runs.history import RunSummary
+from schemas.links import safe_link
 from serve.served import Served
 from serve.views import MAX_PAGE, article, document, search_documents
 
 Blocking = Callable[..., Awaitable[Any]]
+PageNumber = Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)]
 
 STATUS_WORDS = {  # a document's status, as a person reads it
     "in_force": "действует",
@@ -40,9 +43,12 @@ STATUS_TEXT = {  # what a page says of a lookup's status
 
 
 def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking: Blocking) -> None:
-    def page(request: Request, name: str, snap: Snapshot | None, **context: Any) -> HTMLResponse:
+    templates.env.globals["safe_link"] = safe_link  # an href only for a link schemas.links allows
+
+    async def page(request: Request, name: str, snap: Snapshot | None, **context: Any) -> HTMLResponse:
+        """The template rendered in the worker pool, never on the event loop (a long page took the loop)."""
         context |= {"version": snap.version if snap else None, "status_words": STATUS_WORDS}
-        response = templates.TemplateResponse(request, name, context)
+        response: HTMLResponse = await blocking(templates.TemplateResponse, request, name, context)
         if snap is not None:
             response.headers["X-Zan-Version"] = str(snap.version)
         return response
@@ -51,7 +57,7 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
     async def search_page(request: Request, q: Annotated[str, Query(max_length=8000)] = "") -> HTMLResponse:
         lookup, snap = served.snapshot()
         answer = await blocking(_lookup_view, lookup, snap, q) if q.strip() else None
-        return page(request, "search.html", snap, q=q, answer=answer)
+        return await page(request, "search.html", snap, q=q, answer=answer)
 
     @app.get("/documents", response_class=HTMLResponse, include_in_schema=False)
     async def documents_page(
@@ -60,36 +66,36 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
         doc_type: Annotated[str, Query(max_length=200)] = "",
         issuer: Annotated[str, Query(max_length=200)] = "",
         status: Annotated[str, Query(max_length=200)] = "",
-        page_number: Annotated[int, Query(alias="page", ge=1, le=MAX_PAGE)] = 1,
+        page_number: PageNumber = 1,
     ) -> HTMLResponse:
         _, snap = served.snapshot()
         found = await blocking(search_documents, snap, q, doc_type, issuer, status, page_number)
         filters = {"q": q, "doc_type": doc_type, "issuer": issuer, "status": status}
-        return page(request, "documents.html", snap, found=found, filters=filters)
+        return await page(request, "documents.html", snap, found=found, filters=filters)
 
     @app.get("/documents/{doc_id}", response_class=HTMLResponse, include_in_schema=False)
-    async def document_page(request: Request, doc_id: str) -> HTMLResponse:
+    async def document_page(request: Request, doc_id: str, page_number: PageNumber = 1) -> HTMLResponse:
         _, snap = served.snapshot()
-        found = await blocking(document, snap, doc_id[:200], served.history)
+        found = await blocking(document, snap, doc_id[:200], served.history, page_number)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:200]!r}")
-        return page(request, "document.html", snap, doc=found)
+        return await page(request, "document.html", snap, doc=found)
 
     @app.get("/documents/{doc_id}/articles/{label}", response_class=HTMLResponse, include_in_schema=False)
-    async def article_page(request: Request, doc_id: str, label: str) -> HTMLResponse:
+    async def article_page(request: Request, doc_id: str, label: str, page_number: PageNumber = 1) -> HTMLResponse:
         _, snap = served.snapshot()
-        found = await blocking(article, snap, doc_id[:200], label[:50])
+        found = await blocking(article, snap, doc_id[:200], label[:50], page_number)
         if found is None:
             raise HTTPException(
                 404, detail=f"version {snap.version} holds no article {label[:50]!r} of {doc_id[:200]!r}"
             )
-        return page(request, "article.html", snap, art=found)
+        return await page(request, "article.html", snap, art=found)
 
     @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)
     async def runs_page(request: Request) -> HTMLResponse:
         runs = await blocking(served.history.runs, 50)
         snap = served.lookup.held() if served.lookup else None
-        return page(request, "runs.html", snap, runs=runs, charts=run_charts(runs))
+        return await page(request, "runs.html", snap, runs=runs, charts=run_charts(runs))
 
 
 def _lookup_view(lookup: Lookup, snap: Snapshot, q: str) -> dict[str, Any]:

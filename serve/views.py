@@ -21,10 +21,18 @@ from lookup.lineage import Change
 from lookup.version import Narrowing, Snapshot
 from runs.history import RunHistory
 from schemas.identifiers import article_order, canonical_law_number, canonical_order_number
+from schemas.links import safe_link
 
 PAGE_SIZE = 50
 MAX_PAGE = 10_000
 MAX_FILTER_CHARS = 200
+# A document or an article is shown a page at a time, whatever its size (a document with 30 000 notes made a
+# 5 MB page): articles and change rows by count, an article's text and notes by characters, one long text
+# cut where it would fill a page by itself. Every page stays under 500 KB.
+ARTICLES_PER_PAGE = 500
+CHANGES_PER_PAGE = 200
+ARTICLE_PAGE_CHARS = 80_000  # ≤ 160 KB of Cyrillic, ≤ 400 KB were every character one HTML escapes
+MAX_TEXT_CHARS = 25_000
 REQUISITES = ("doc_id", "doc_title", "doc_type", "adilet_id", "issuer", "issuer_full", "order_number", "law_zrk",
               "date_approved", "registration_number", "registration_date", "jurisdiction", "status", "language",
               "languages", "source_url", "intl_org", "intl_section", "aliases", "repealed_by", "repealed_on",
@@ -50,6 +58,8 @@ def documents_of(snap: Snapshot) -> Documents:
             path = snap.folder / "registry.parquet"
             names = [n for n in REQUISITES if n in pq.read_schema(path).names]
             rows = {r["doc_id"]: r for r in pq.read_table(path, columns=names).to_pylist()}
+            for row in rows.values():  # a link only where it is one (schemas.links): older registries were not vetted
+                row["source_url"] = safe_link(row.get("source_url"))
             changes: dict[str, list[Change]] = defaultdict(list)
             for (doc_id, _), found_changes in snap.lineage.by_article.items():
                 changes[doc_id] += found_changes
@@ -127,34 +137,52 @@ def _brief(row: dict[str, Any]) -> dict[str, Any]:
     return {k: _json(row.get(k)) for k in keys}
 
 
-def document(snap: Snapshot, doc_id: str, history: RunHistory) -> dict[str, Any] | None:
+def document(snap: Snapshot, doc_id: str, history: RunHistory, page: int = 1) -> dict[str, Any] | None:
     """A document's requisites, status (and what repealed or replaced it), its articles with their current
     edition, the changes notes record of it, what it changed in other acts, and the versions it changed in.
-    None when the version holds no such document."""
+    Articles and changes a page at a time (:data:`ARTICLES_PER_PAGE`, :data:`CHANGES_PER_PAGE`): ``page``
+    of ``pages``, with each list's ``totals``. None when the version holds no such document."""
     docs = documents_of(snap)
     row = docs.rows.get(doc_id)
     info = snap.registry.docs.get(doc_id)
     if row is None or info is None:
         return None
-    articles = []
-    for label in sorted(info.article_labels, key=article_order):
-        edition = snap.lineage.edition(doc_id, label)
-        articles.append({"article": label, "last_change": edition.as_dict() if edition else None})
+    labels = sorted(info.article_labels, key=article_order)
     changed_by = sorted(docs.changes_of.get(doc_id, []), key=lambda c: (article_order(c.article), c.by_date or
                                                                          dt.date.min))  # fmt: skip
     made: list[Change] = []
     for number in _own_numbers(row):
         made += snap.lineage.changed_by(number)
+    articles = []
+    for label in _page(labels, page, ARTICLES_PER_PAGE):
+        edition = snap.lineage.edition(doc_id, label)
+        articles.append({"article": label, "last_change": edition.as_dict() if edition else None})
     replaces = sorted(d for d, other in docs.rows.items() if other.get("replaced_by") == doc_id)
+    totals = {"articles": len(labels), "changed_by": len(changed_by), "changes_made": len(made)}
     return {
         "version": snap.version,
         "document": _json(row),
         "articles": articles,
-        "changed_by": [c.as_dict() for c in changed_by],
-        "changes_made": [c.as_dict() for c in made],
+        "changed_by": [c.as_dict() for c in _page(changed_by, page, CHANGES_PER_PAGE)],
+        "changes_made": [c.as_dict() for c in _page(made, page, CHANGES_PER_PAGE)],
         "replaces": replaces,
         "versions": history.versions_changed(doc_id),
+        "page": page,
+        "pages": max(
+            _pages(len(labels), ARTICLES_PER_PAGE),
+            _pages(len(changed_by), CHANGES_PER_PAGE),
+            _pages(len(made), CHANGES_PER_PAGE),
+        ),  # fmt: skip
+        "totals": totals,
     }
+
+
+def _pages(count: int, size: int) -> int:
+    return max(1, -(-count // size))
+
+
+def _page(items: list[Any], page: int, size: int) -> list[Any]:
+    return items[(page - 1) * size : page * size]
 
 
 def _own_numbers(row: dict[str, Any]) -> list[str]:
@@ -164,14 +192,16 @@ def _own_numbers(row: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(n for n in (law, order) if n))
 
 
-def article(snap: Snapshot, doc_id: str, label: str) -> dict[str, Any] | None:
+def article(snap: Snapshot, doc_id: str, label: str, page: int = 1) -> dict[str, Any] | None:
     """One article of a document: its chunks (heading, text, editorial notes) in order, its current edition
-    and every change the notes record. None when the document or the article is not in the version."""
+    and every change the notes record, a page at a time: chunks until :data:`ARTICLE_PAGE_CHARS` characters
+    of text and notes (a text or notes over :data:`MAX_TEXT_CHARS` cut there, ``clipped`` says so), changes
+    :data:`CHANGES_PER_PAGE` a page. None when the document or the article is not in the version."""
     info = snap.registry.docs.get(doc_id)
     if info is None or label not in info.article_labels or snap.chunks is None:
         return None
     rows = snap.chunks.rows([doc_id], Narrowing((label,)))
-    chunks = _chunk_texts(snap, rows)
+    pages_of_chunks = _by_size(_chunk_texts(snap, rows))
     edition = snap.lineage.edition(doc_id, label)
     changes = sorted(snap.lineage.by_article.get((doc_id, label), []), key=lambda c: c.by_date or dt.date.min)
     return {
@@ -180,9 +210,32 @@ def article(snap: Snapshot, doc_id: str, label: str) -> dict[str, Any] | None:
         "doc_title": info.doc_title,
         "article": label,
         "last_change": edition.as_dict() if edition else None,
-        "changes": [c.as_dict() for c in changes],
-        "chunks": chunks,
+        "changes": [c.as_dict() for c in _page(changes, page, CHANGES_PER_PAGE)],
+        "chunks": pages_of_chunks[page - 1] if page <= len(pages_of_chunks) else [],
+        "page": page,
+        "pages": max(len(pages_of_chunks), _pages(len(changes), CHANGES_PER_PAGE)),
+        "totals": {"chunks": sum(map(len, pages_of_chunks)), "changes": len(changes)},
     }
+
+
+def _by_size(chunks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+    """Chunks in pages of at most :data:`ARTICLE_PAGE_CHARS` characters (a page holds at least one chunk),
+    each heading, text and notes cut at :data:`MAX_TEXT_CHARS`."""
+    pages: list[list[dict[str, Any]]] = [[]]
+    used = 0
+    for chunk in chunks:
+        for key in ("heading", "text", "notes"):
+            value = chunk.get(key)
+            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+                chunk[key] = value[:MAX_TEXT_CHARS] + "…"
+                chunk["clipped"] = True
+        size = sum(len(v) for v in (chunk.get("text"), chunk.get("notes"), chunk.get("heading")) if isinstance(v, str))
+        if pages[-1] and used + size > ARTICLE_PAGE_CHARS:
+            pages.append([])
+            used = 0
+        pages[-1].append(chunk)
+        used += size
+    return pages
 
 
 def _chunk_texts(snap: Snapshot, rows: pa.Table) -> list[dict[str, Any]]:
