@@ -23,6 +23,7 @@ from extractors.requisites import parse_requisites
 from extractors.structure import Line, build, count_heading_like, is_editorial_note
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
 from schemas.kinds import DocType
+from schemas.links import link_problem
 from schemas.statuses import says_repealed, status_of
 from schemas.text import clean_text
 
@@ -124,10 +125,11 @@ def _has_surrogate(text: str) -> bool:
 
 
 def _adilet_id(record: dict[str, Any]) -> str | None:
-    """The adilet id, where the newer layout puts it: ``code``, ``_id`` or the ``url`` path."""
+    """The adilet id, where the newer layout puts it: ``code``, ``_id`` or the ``url`` path (of a link on an
+    expected host only: ``https://evil.example/rus/docs/V2400035612`` names no act)."""
     for key in ("code", "_id", "url"):
         value = record.get(key)
-        if value is None:
+        if value is None or (key == "url" and link_problem(str(value)) is not None):
             continue
         m = _ADILET.search(canonical_adilet_id(str(value)) if key != "url" else str(value))
         if m and re.fullmatch(ADILET_ID, canonical_adilet_id(m.group(1))):

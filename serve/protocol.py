@@ -24,6 +24,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from serve.limits import ServeLimits
 
+LINGER_SECONDS = 2.0
 SECURITY_HEADERS = (
     (b"x-content-type-options", b"nosniff"),
     (b"content-security-policy", b"default-src 'none'; frame-ancestors 'none'"),
@@ -62,17 +63,20 @@ class BoundedH11Protocol(H11Protocol):
         super().__init__(*args, **kwargs)
         self.conn: _Connection = _Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._discarding = False  # refused: what the client still sends is read and dropped until the close
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)  # type: ignore[arg-type]
         if len(self.connections) > self.limits.max_connections:
             retry = (b"retry-after", str(self.limits.retry_after).encode())
             self._close_with(raw_response(503, "Service Unavailable", "too many open connections; retry later\n",
-                                          (retry,)))  # fmt: skip
+                                          (retry,)), linger=0)  # fmt: skip
             return
         self._arm()
 
     def data_received(self, data: bytes) -> None:
+        if self._discarding:
+            return
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the head is read: its deadline is met
             self._disarm()
@@ -114,12 +118,21 @@ class BoundedH11Protocol(H11Protocol):
         else:
             self.transport.close()
 
-    def _close_with(self, response: bytes) -> None:
+    def _close_with(self, response: bytes, linger: float = LINGER_SECONDS) -> None:
+        """Write ``response``, end our side, and close after ``linger`` seconds of reading and dropping what the
+        client still sends: closing with its bytes unread would reset the connection, and a client still
+        sending a 2 MB header would lose the 431 that says why (what nginx calls a lingering close)."""
         self._disarm()
         self._unset_keepalive_if_required()
-        if not self.transport.is_closing():
-            self.transport.write(response)
+        if self.transport.is_closing():
+            return
+        self.transport.write(response)
+        if linger <= 0 or not self.transport.can_write_eof():
             self.transport.close()
+            return
+        self._discarding = True
+        self.transport.write_eof()
+        self.loop.call_later(linger, self.transport.close)
 
 
 def bounded_protocol(limits: ServeLimits) -> type[BoundedH11Protocol]:

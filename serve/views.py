@@ -195,7 +195,7 @@ def _own_numbers(row: dict[str, Any]) -> list[str]:
 def article(snap: Snapshot, doc_id: str, label: str, page: int = 1) -> dict[str, Any] | None:
     """One article of a document: its chunks (heading, text, editorial notes) in order, its current edition
     and every change the notes record, a page at a time: chunks until :data:`ARTICLE_PAGE_CHARS` characters
-    of text and notes (a text or notes over :data:`MAX_TEXT_CHARS` cut there, ``clipped`` says so), changes
+    of text and notes (long notes split into parts, see :func:`_by_size`), changes
     :data:`CHANGES_PER_PAGE` a page. None when the document or the article is not in the version."""
     info = snap.registry.docs.get(doc_id)
     if info is None or label not in info.article_labels or snap.chunks is None:
@@ -219,23 +219,48 @@ def article(snap: Snapshot, doc_id: str, label: str, page: int = 1) -> dict[str,
 
 
 def _by_size(chunks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Chunks in pages of at most :data:`ARTICLE_PAGE_CHARS` characters (a page holds at least one chunk),
-    each heading, text and notes cut at :data:`MAX_TEXT_CHARS`."""
+    """Chunks in pages of at most :data:`ARTICLE_PAGE_CHARS` characters. Notes longer than
+    :data:`MAX_TEXT_CHARS` are split at line ends into parts of the same chunk (``continued``: the chunk's
+    text is on an earlier part), so every note is on some page; a heading or text that long is cut there
+    (``clipped``)."""
     pages: list[list[dict[str, Any]]] = [[]]
     used = 0
-    for chunk in chunks:
-        for key in ("heading", "text", "notes"):
-            value = chunk.get(key)
-            if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
-                chunk[key] = value[:MAX_TEXT_CHARS] + "…"
-                chunk["clipped"] = True
-        size = sum(len(v) for v in (chunk.get("text"), chunk.get("notes"), chunk.get("heading")) if isinstance(v, str))
+    for part in (p for chunk in chunks for p in _parts(chunk)):
+        size = sum(len(part.get(k) or "") for k in ("heading", "text", "notes"))
         if pages[-1] and used + size > ARTICLE_PAGE_CHARS:
             pages.append([])
             used = 0
-        pages[-1].append(chunk)
+        pages[-1].append(part)
         used += size
     return pages
+
+
+def _parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:
+    for key in ("heading", "text"):
+        value = chunk.get(key)
+        if isinstance(value, str) and len(value) > MAX_TEXT_CHARS:
+            chunk[key] = value[:MAX_TEXT_CHARS] + "…"
+            chunk["clipped"] = True
+    notes = chunk.get("notes")
+    if not isinstance(notes, str) or len(notes) <= MAX_TEXT_CHARS:
+        return [chunk]
+    slices: list[str] = []
+    current: list[str] = []
+    size = 0
+    for line in notes.split("\n"):
+        while len(line) > MAX_TEXT_CHARS:  # one line longer than a part: cut into parts
+            slices.append("\n".join([*current, line[: MAX_TEXT_CHARS - size]]))
+            line, current, size = line[MAX_TEXT_CHARS - size :], [], 0
+        if current and size + len(line) + 1 > MAX_TEXT_CHARS:
+            slices.append("\n".join(current))
+            current, size = [], 0
+        current.append(line)
+        size += len(line) + 1
+    if current:
+        slices.append("\n".join(current))
+    first = {**chunk, "notes": slices[0]}
+    return [first, *({"chunk_id": chunk.get("chunk_id"), "language": chunk.get("language"), "heading": None,
+                      "text": "", "notes": part, "continued": True} for part in slices[1:])]  # fmt: skip
 
 
 def _chunk_texts(snap: Snapshot, rows: pa.Table) -> list[dict[str, Any]]:
