@@ -156,7 +156,7 @@ class ExtractError(ZanError, ValueError):
 
 # Fields that are identifiers (matched, filtered, put in addresses): letters of any script, digits, spaces and
 # . : / ( ) - only, as every real number reads («ҚР ДСМ-26», «8С 37/5», «45001:2018», «004/2011»).
-IDENTIFIER_FIELDS = ("order_number", "law_zrk", "registration_number", "intl_section", "portal_id")
+IDENTIFIER_FIELDS = ("order_number", "law_zrk", "registration_number", "intl_section")  # ids: checked as ids
 _IDENTIFIER_TEXT = re.compile(r"[\w .:/()-]{1,64}")
 
 

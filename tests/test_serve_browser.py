@@ -125,3 +125,52 @@ def test_the_run_report_has_its_charts_and_fits_the_page(browser, run_home) -> N
         _shot(browser, "5-run-report")
     finally:
         browser.set_window_size(1280, 1000)
+
+
+# --- a home built from hostile sources (issue 42): clicking every link runs nothing ---------------------------
+
+
+@pytest.fixture(scope="module")
+def hostile_served(tmp_path_factory):  # type: ignore[no-untyped-def]
+    from runs.pipeline import run
+    from tests.hostile_sources import write_hostile_records
+
+    root = tmp_path_factory.mktemp("browser-hostile")
+    written = write_hostile_records(root / "src" / "zan")
+    run([root / "src"], root / "home")
+    with zan_serve(root / "home") as url:
+        yield url, written
+
+
+def test_clicking_every_link_of_a_hostile_home_runs_no_script(browser, hostile_served) -> None:  # type: ignore[no-untyped-def]
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url, written = hostile_served
+    pages = ["/", "/?q=приказ 505", "/documents", "/runs", *(f"/documents/{d}" for d in written)]
+    clicked = 0
+    for page in pages:
+        browser.get(url + page)
+        hrefs = [a.get_attribute("href") or "" for a in browser.find_elements(By.TAG_NAME, "a")]
+        assert all(h.startswith(url) or h.startswith("https://zan.gov.kz/") for h in hrefs), (page, hrefs)
+        for n in range(len(hrefs)):
+            browser.get(url + page)
+            link = browser.find_elements(By.TAG_NAME, "a")[n]
+            if link.get_attribute("href").startswith("https://zan.gov.kz/"):
+                continue  # the one good source link leads off this machine (no network here): checked by its href
+            link.click()
+            clicked += 1
+            try:
+                WebDriverWait(browser, 0.2).until(expected_conditions.alert_is_present())
+                raise AssertionError(f"a script ran after clicking link {n} of {page}: {hrefs[n]}")
+            except TimeoutException:
+                pass
+            pwned = browser.execute_script("return document.querySelector('[data-pwned]') !== null")
+            assert not pwned, (page, hrefs[n])  # (find_elements would wait the implicit 10 s for nothing)
+    assert clicked > 40
+    browser.get(url + "/documents/zan-990002")  # the mixed-case javascript: record: no source link at all
+    links = browser.execute_script("return document.querySelectorAll('dl.requisites a').length")
+    assert links == 0
+    _shot(browser, "6-hostile-source-url-as-text")
