@@ -283,10 +283,17 @@ def row_chunk(row: dict[str, Any], text: str, score: float, found_by: str = "ide
 
 
 def vector_search(
-    query: str, k: int, *, collection: Collection, embedder: Embedder, published: Mapping[str, str] | None = None
+    query: str,
+    k: int,
+    *,
+    collection: Collection,
+    embedder: Embedder,
+    published: Mapping[str, str] | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> list[Chunk]:
-    """Plain nearest-neighbour search over the whole collection: the fallback, and the eval's baseline."""
-    vector = embedder.embed_queries([query])[0]
+    """Plain nearest-neighbour search over the whole collection: the model alone (the eval's baseline), and
+    the vector ranking of a plain-words question (``query_vector``: the question's, when already embedded)."""
+    vector = embedder.embed_queries([query])[0] if query_vector is None else query_vector
     got = collection.query(
         query_embeddings=[vector.tolist()], n_results=k * 2, include=["documents", "metadatas", "distances"]
     )

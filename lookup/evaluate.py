@@ -46,6 +46,8 @@ class GoldenRow:
     language: str | None = None  # plain-words rows: the question's language (rus, kaz) and style
     style: str | None = None  # plain, colloquial, typo, translit (Kazakh typed without Kazakh letters)
     changed: tuple[str, ...] = ()  # an amending act's row: articles its notes say it changed
+    sections: tuple[str, ...] = ()  # "doc_id:path": a structural part of that document (annex1/ch2, sec7.1)
+    answer: str | None = None  # the answer's words as read in the text (the wide set records them)
 
     @property
     def checks_lineage(self) -> bool:
@@ -60,9 +62,25 @@ class GoldenRow:
         return not self.doc_ids and self.expect_status in ("not_found", "ambiguous")
 
     def relevant(self, chunk: Chunk) -> bool:
+        """A chunk of one of ``doc_ids`` that is (one of) what the row names for that document: an article
+        (``articles``: a plain label, for every document, or ``doc_id:label`` for one), or a part
+        (``sections``: ``doc_id:path``, the part or any part under it); any chunk of a document the row names
+        nothing of."""
         if chunk.doc_id not in self.doc_ids:
             return False
-        return not self.articles or bool(set(self.articles) & set(chunk.article_labels))
+        articles = {a.split(":", 1)[-1] for a in self.articles if ":" not in a or a.startswith(chunk.doc_id + ":")}
+        sections = [s.split(":", 1)[1] for s in self.sections if s.startswith(chunk.doc_id + ":")]
+        if not articles and not sections:
+            return not self.articles and not self.sections or not self._names_part_of(chunk.doc_id)
+        if articles & set(chunk.article_labels):
+            return True
+        path = chunk.chunk_id.split(":", 1)[1].rsplit(":", 1)[0] if chunk.chunk_id.count(":") >= 2 else ""
+        return any(path == s or path.startswith(s + "/") for s in sections)
+
+    def _names_part_of(self, doc_id: str) -> bool:
+        return any(":" not in a or a.startswith(doc_id + ":") for a in self.articles) or any(
+            s.startswith(doc_id + ":") for s in self.sections
+        )
 
 
 def read_golden(path: Path) -> list[GoldenRow]:
@@ -84,6 +102,8 @@ def read_golden(path: Path) -> list[GoldenRow]:
                     changed=tuple(str(a) for a in data.get("changed") or ()),
                     language=data.get("language"),
                     style=data.get("style"),
+                    sections=tuple(str(x) for x in data.get("sections") or ()),
+                    answer=data.get("answer"),
                 )
             )
         except (json.JSONDecodeError, KeyError, TypeError) as exc:

@@ -27,7 +27,8 @@ VECTOR_METHOD = {
     "st": "по смыслу (модель {name})",
     "openai": "по смыслу (модель {name})",
 }
-_HOW = {"both": "{vector} и по словам вопроса (BM25)", "vector": "{vector}", "lexical": "по словам вопроса (BM25)"}
+_HOW = {"both": "{vector} и по словам вопроса (BM25)", "vector": "{vector}", "lexical": "по словам вопроса (BM25)",
+        "document": "среди лучших фрагментов документа, подходящего к вопросу"}  # fmt: skip
 
 
 def vector_method(spec: str) -> str:
@@ -37,13 +38,22 @@ def vector_method(spec: str) -> str:
     return VECTOR_METHOD.get(kind, VECTOR_METHOD["st"]).format(name=name)
 
 
-def plain_words_hint(found: list[Chunk], docs: dict[str, DocInfo], method: str) -> str:
-    """The note for a question with no identifier: each source, and how it was found."""
+_ONLY_IN = {"rus": "текст есть только на русском", "kaz": "текст есть только на казахском",
+            "eng": "текст есть только на английском"}  # fmt: skip
+
+
+def plain_words_hint(found: list[Chunk], docs: dict[str, DocInfo], method: str, language: str | None = None) -> str:
+    """The note for a question with no identifier: each source, how it was found, and when its act is not
+    published in the question's ``language`` (a Kazakh question answered by Russian-only rules), which."""
     lines = [NO_IDENTIFIER]
     for n, chunk in enumerate(found, 1):
         doc = docs.get(chunk.doc_id)
         where = describe(doc, tuple(chunk.article_labels[:1])) if doc else chunk.doc_id
-        lines.append(f"[{n}] {where} — найден {_HOW.get(chunk.found_by, _HOW['vector']).format(vector=method)}")
+        line = f"[{n}] {where} — найден {_HOW.get(chunk.found_by, _HOW['vector']).format(vector=method)}"
+        if doc is not None and language in _ONLY_IN and doc.languages and language not in doc.languages:
+            held = sorted(doc.languages)
+            line += f" ({_ONLY_IN[held[0]]})" if len(held) == 1 and held[0] in _ONLY_IN else ""
+        lines.append(line)
     return "\n".join(lines)
 
 

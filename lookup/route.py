@@ -21,15 +21,16 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from lookup.chunks import Chunk, QuestionVector, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.errors import LookupProblem
-from lookup.fusion import Candidate, fuse, language_first, question_language
+from lookup.fusion import question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
 from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
+from lookup.plain import DEPTH, Evidence, RankParams, gather, rank
+from lookup.plain import chunks as plain_chunks
 from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
 from schemas.published import check_home, published_file
@@ -52,6 +53,7 @@ class RouteResult:
     doc_ids: list[str] = field(default_factory=list)
     changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # an amending act → what it changed
     version: str | None = None  # the published version every part of the answer comes from
+    expanded: list[dict[str, str]] = field(default_factory=list)  # words added to a plain-words question, and why
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -64,6 +66,7 @@ class RouteResult:
             "hint": self.hint,
             "changed": self.changed,
             "version": self.version,
+            "expanded": self.expanded,
         }
 
 
@@ -119,6 +122,7 @@ class Lookup:
         self.embedder_id = identified(embedder, home)
         self.max_candidates = max_candidates
         self.store = VectorStore(home, self.embedder_id)
+        self.params = RankParams.shipped(self.embedder_id)  # the plain-words ranking's weights for this embedder
         self._lock = threading.Lock()
         self._snapshot = self._checked(Snapshot.open(home, max_candidates))
         self._collection: Collection | None = None
@@ -222,43 +226,16 @@ class Lookup:
         return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.matrix,
                                self.embedder.embed_passages, lexical, language)  # fmt: skip
 
-    def plain_words(self, snap: Snapshot, query: str, k: int) -> list[Chunk]:
-        """A question with no identifier: the index's nearest chunks and BM25's best, fused by rank, the
-        question's language first (:mod:`lookup.fusion`). Without a lexical index (a version built before
-        them): the nearest chunks alone."""
-        depth = max(FUSION_DEPTH, k)
-        nearest = vector_search(query, depth, collection=self.collection, embedder=self.embedder,
-                                published=snap.published)  # fmt: skip
-        if snap.lexical is None or snap.chunks is None:
-            return nearest[:k]
-        by_id = {c.chunk_id: c for c in nearest}
-        found = snap.lexical.top(query, depth)
-        rows = snap.chunks.at([p for p, _ in found])
-        lexical_rows = dict(zip(rows.column("chunk_id").to_pylist(), range(rows.num_rows), strict=True))
-        vector = [Candidate(c.chunk_id, c.doc_id, c.language, n, c.vector) for n, c in enumerate(nearest, 1)]
-        lexical = [
-            Candidate(str(i), str(d), lang, n, score)
-            for n, (i, d, lang, (_, score)) in enumerate(
-                zip(*(rows.column(c).to_pylist() for c in ("chunk_id", "doc_id", "language")), found, strict=True), 1
-            )
-        ]
-        lexical = [Candidate(c.chunk_id, c.doc_id, c.language, lexical_rank=c.vector_rank,
-                             lexical_score=c.vector_score) for c in lexical]  # fmt: skip
-        language = question_language(query)
-        ranked = language_first(fuse(vector, lexical), language, snap.bilingual(language))[:k]
-        from_rows = [c for c in ranked if c.chunk_id not in by_id]
-        picked = rows.take(pa.array([lexical_rows[c.chunk_id] for c in from_rows], pa.int64()))
-        texts = dict(zip([c.chunk_id for c in from_rows], snap.chunks.texts(picked), strict=True))
-        row_of = dict(zip([c.chunk_id for c in from_rows], picked.to_pylist(), strict=True))
-        out = []
-        for c in ranked:
-            how = "both" if c.vector_rank and c.lexical_rank else "vector" if c.vector_rank else "lexical"
-            base = by_id.get(c.chunk_id)
-            if base is None:
-                base = row_chunk(row_of[c.chunk_id], texts[c.chunk_id], c.fused, how)
-            out.append(dataclasses.replace(base, score=c.fused, found_by=how, vector=c.vector_score,
-                                           lexical=c.lexical_score, fused=c.fused))  # fmt: skip
-        return out
+    def evidence(self, snap: Snapshot, query: str, depth: int = DEPTH) -> Evidence:
+        """Every plain-words ranking's candidates for ``query`` (:func:`lookup.plain.gather`)."""
+        return gather(snap, query, self.embedder, self.collection, self.store.matrix, depth)
+
+    def plain_words(self, snap: Snapshot, query: str, k: int) -> tuple[list[Chunk], Evidence]:
+        """A question with no identifier: its candidates from every ranking, fused with the parameters chosen
+        for this embedder (:mod:`lookup.plain`). Without a lexical index (a version built before them): the
+        nearest chunks alone."""
+        evidence = self.evidence(snap, query)
+        return plain_chunks(snap, rank(evidence, self.params), k), evidence
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         snap = self.snapshot()
@@ -291,15 +268,12 @@ class Lookup:
         identifiers = parse(query, limit=MAX_IDENTIFIERS + 1)
         capped = len(identifiers) > MAX_IDENTIFIERS
         identifiers = identifiers[:MAX_IDENTIFIERS] if not capped else parse(query, limit=MAX_IDENTIFIERS)
-        if not identifiers:
-            nearest = self.plain_words(snap, query, k)
-            note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec))
-            return RouteResult(query, "no_identifier", [], [], nearest, note, version=snap.version)
-        matches = _described(snap.registry.resolve(identifiers), identifiers)
-        if not matches:  # only a description («закон о том, что …»): a plain-words question after all
-            nearest = self.plain_words(snap, query, k)
-            note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec))
-            return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version)
+        matches = _described(snap.registry.resolve(identifiers), identifiers) if identifiers else []
+        if not matches:  # no identifier, or only a description («закон о том, что …»): plain words
+            nearest, evidence = self.plain_words(snap, query, k)
+            note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec), evidence.language)
+            return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version,
+                               expanded=evidence.expanded)  # fmt: skip
         plan = fetch_plan(matches)
         asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
         # a question that only names documents («ст. 182 ТК РК») has nothing to compare chunks with: they are
@@ -338,9 +312,6 @@ class Lookup:
             found = self._fetch(snap, [str(doc.replaced_by)], vector, k_per_doc, Narrowing(), query)
             out += [dataclasses.replace(c, replaces=doc.doc_id) for c in found]
         return out
-
-
-FUSION_DEPTH = 50  # candidates each ranking gives the fusion
 
 
 _KAZAKH = re.compile(r"[әғқңөұүһі]|туралы", re.IGNORECASE)

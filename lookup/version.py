@@ -31,6 +31,8 @@ from lookup.lineage import LineageIndex
 from lookup.published import PublishedChunks, first_ids
 from lookup.registry_index import MAX_CANDIDATES, RegistryIndex
 from schemas.published import current_version, read_manifest, versions_dir
+from vectors.bridge import Bridge
+from vectors.documents import DocumentIndex
 from vectors.lexical import LEXICAL, LexicalIndex
 from vectors.texts import TextFile
 
@@ -185,6 +187,8 @@ class Snapshot:
     chunks: VersionChunks | None
     published: PublishedChunks | None
     lexical: LexicalIndex | None = None  # None: a version built before lexical indexes
+    bridge: Bridge | None = None  # the version's Kazakh↔Russian term table (vectors.bridge)
+    documents: DocumentIndex | None = None  # its documents' cards and centroids (vectors.documents)
     views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived once per version
 
     @classmethod
@@ -210,8 +214,10 @@ class Snapshot:
         lexical = LexicalIndex.open(folder) if chunks is not None else None
         if lexical is not None and chunks is not None and lexical.size != chunks.file.metadata.num_rows:
             lexical = None  # not this version's chunks: answer without it rather than from another's rows
+        bridge = Bridge.open(folder / LEXICAL) if lexical is not None else None
+        documents = DocumentIndex.open(folder) if lexical is not None else None
         return cls(home, version, folder, embedder, registry, LineageIndex.load_file(folder / "lineage.parquet"),
-                   chunks, published, lexical)  # fmt: skip
+                   chunks, published, lexical, bridge, documents)  # fmt: skip
 
     def bilingual(self, language: str) -> set[str]:
         """Documents published in ``language`` and in at least one other."""

@@ -46,6 +46,7 @@ from vectors.index import (
     upsert_table,
 )
 from vectors.repair import check_room, ensure_healthy, index_bytes
+from vectors.documents import CENTROIDS, build_centroids
 from vectors.store import VectorStore
 
 
@@ -109,6 +110,10 @@ def index(
         )  # fmt: skip
         info.embedded = state.to_embed + embedded_here
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
+    centroids = state.tables_folder() / CENTROIDS
+    if not centroids.exists() or changes.count(*WRITTEN):  # every vector is stored now: the documents' means
+        with timed(info, "documents"):
+            build_centroids(path, store, centroids)
     state.update(info, Stage.INDEXED)
     return info
 

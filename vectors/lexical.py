@@ -120,8 +120,9 @@ def term_ids(flat: list[str], vocab: dict[str, int]) -> np.ndarray:
 
 def build_lexical(enriched: Path, out: Path) -> int:
     """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
-    (:mod:`vectors.texts`) written to ``out`` (replaced whole, via a temporary folder); returns the number of
-    chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus. Each batch is
+    (:mod:`vectors.texts`), its documents' card index (:mod:`vectors.documents`) and its Kazakh↔Russian term
+    table (:mod:`vectors.bridge`) written to ``out`` (replaced whole, via a temporary folder); returns the
+    number of chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus. Each batch is
     analysed, mapped to term ids and counted whole (:func:`batch_terms`, :func:`term_ids`,
     :meth:`~vectors.bm25.Bm25Writer.add_batch`): the same index as chunk by chunk, in a third of the time."""
     from vectors.bm25 import Bm25Writer
@@ -143,6 +144,11 @@ def build_lexical(enriched: Path, out: Path) -> int:
         index.close(vocab)
     else:
         index.discard()
+    from vectors.bridge import BRIDGE, build_bridge
+    from vectors.documents import DOC_CARDS, build_cards
+
+    build_cards(enriched, tmp / DOC_CARDS)  # the documents' own index (lookup.plain: documents first)
+    build_bridge(enriched, tmp / BRIDGE)  # the Kazakh↔Russian term table the version's bilingual acts give
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return index.chunks
@@ -171,17 +177,33 @@ class LexicalIndex:
             return np.zeros(self.size, np.float32)
         return np.asarray(self.retriever.get_scores(known), dtype=np.float32)
 
+    def term_scores(self, weighted: dict[str, float]) -> np.ndarray:
+        """BM25 of every chunk for already analysed terms, each term's part times its weight (terms of one
+        weight are scored together: a few calls, not one a term)."""
+        out = np.zeros(self.size, np.float32)
+        groups: dict[float, list[str]] = {}
+        for term, weight in weighted.items():
+            if term in self.retriever.vocab_dict and weight > 0:
+                groups.setdefault(round(weight, 2), []).append(term)
+        for weight, group in groups.items():
+            out += weight * np.asarray(self.retriever.get_scores(group), dtype=np.float32)
+        return out
+
     def top(self, question: str, k: int, rows: Iterable[int] | None = None) -> list[tuple[int, float]]:
         """The ``k`` best rows (restricted to ``rows`` when given) with a positive score, best first."""
-        scores = self.scores(question)
-        if rows is not None:
-            wanted = np.fromiter(rows, dtype=np.int64)
-            picked = scores[wanted]
-            order = np.argsort(-picked, kind="stable")[:k]
-            return [(int(wanted[i]), float(picked[i])) for i in order if picked[i] > 0]
-        k = min(k, len(scores))
-        if not k:
-            return []
-        best = np.argpartition(-scores, k - 1)[:k]
-        best = best[np.argsort(-scores[best], kind="stable")]
-        return [(int(i), float(scores[i])) for i in best if scores[i] > 0]
+        return best_rows(self.scores(question), k, rows)
+
+
+def best_rows(scores: np.ndarray, k: int, rows: Iterable[int] | None = None) -> list[tuple[int, float]]:
+    """The ``k`` best rows of ``scores`` (restricted to ``rows`` when given) with a positive score, best first."""
+    if rows is not None:
+        wanted = np.fromiter(rows, dtype=np.int64)
+        picked = scores[wanted]
+        order = np.argsort(-picked, kind="stable")[:k]
+        return [(int(wanted[i]), float(picked[i])) for i in order if picked[i] > 0]
+    k = min(k, len(scores))
+    if not k:
+        return []
+    best = np.argpartition(-scores, k - 1)[:k]
+    best = best[np.argsort(-scores[best], kind="stable")]
+    return [(int(i), float(scores[i])) for i in best if scores[i] > 0]

@@ -1,0 +1,295 @@
+"""Plain-words questions over the whole law: what finds candidates, and the one ranking that orders them.
+
+A question that names no document is answered from chunks found five ways, each a ranking of its own:
+
+- ``vector``: the index's nearest chunks to the question (e5's «query: …»);
+- ``lexical``: BM25 of the question's words (:mod:`vectors.lexical`);
+- ``expanded``: BM25 of the words the question does not say but means — the law's wording for its everyday
+  words (:mod:`lookup.vocabulary`) and, for a Kazakh question, the Russian terms the version's bilingual
+  acts align with its words (:mod:`vectors.bridge`);
+- ``pseudo``: the nearest chunks to the question pseudo-translated by that bridge (a Kazakh question about
+  an act held only in Russian: the model reads «несчастных расследования инспектор» where it reads
+  «жазатайым оқиға» poorly);
+- ``documents``: acts ranked first, by their cards (title, kind, issuer, headings) and their centroids
+  (:mod:`vectors.documents`), and the best chunks of the best acts taken beside the rest, so a four-chunk
+  order is not drowned by a seven-hundred-chunk code.
+
+:func:`gather` collects them once (:class:`Evidence`, independent of any weight); :func:`rank` fuses them by
+weighted reciprocal rank (Cormack et al. 2009: ranks, not scores, since a cosine and a BM25 are not on one
+scale) with the parameters of :class:`RankParams`, puts the question's language first inside an act published
+in it and another (an act held in one language keeps its place: a Kazakh question gets the Russian rules
+when there are no Kazakh ones), and keeps one act from filling the top five while another act's chunk scores
+close. Every parameter is chosen by cross-validation split by act (:mod:`lookup.tuning`), per embedder
+(``lookup/refdata/ranking.json``); evaluation re-ranks the same :class:`Evidence` under each candidate.
+
+A lookup is a partition ahead of ranking: nothing here runs for a question that names documents.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lookup.chunks import Chunk, QuestionVector, rank_in_version, row_chunk, vector_search
+from lookup.fusion import question_language
+from lookup.version import Narrowing, Snapshot
+from lookup.vocabulary import expand, expansion_terms
+from vectors.embed import Embedder
+from vectors.index import Collection
+from vectors.lexical import best_rows, query_terms
+
+DEPTH = 50  # candidates each ranking gives
+TOP_DOCUMENTS = 5  # acts the documents-first route takes chunks from
+PER_DOCUMENT = 3  # chunks it takes from each
+DOC_RRF_K = 10  # fusing an act's card rank and centroid rank into its one rank
+SIGNALS = ("vector", "lexical", "expanded", "pseudo")
+RANKING = Path(__file__).resolve().parent / "refdata" / "ranking.json"
+
+
+@dataclass(frozen=True)
+class RankParams:
+    """The weights of :func:`rank`. Defaults are the plain fusion zan had before the methods (equal weights,
+    k = 10, nothing else); the shipped values per embedder are in ``lookup/refdata/ranking.json``."""
+
+    rrf_k: float = 10.0
+    vector: float = 1.0
+    lexical: float = 1.0
+    expanded: float = 0.0
+    pseudo: float = 0.0
+    documents: float = 0.0
+    cap: int = 0  # at most this many chunks of one act in the top five (0: no cap) …
+    close: float = 0.0  # … while another act's chunk scores at least this share of the one it would replace
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def shipped(cls, embedder_id: str) -> RankParams:
+        """The parameters chosen for this embedder's family (``hash``, ``e5``, anything else: ``default``)."""
+        table = _shipped()
+        family = embedder_id.split("-", 1)[0].split(":", 1)[0]
+        chosen = table.get(family) or table.get("default") or {}
+        return cls(**chosen.get("params", chosen))
+
+
+@functools.cache
+def _shipped() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(RANKING.read_text("utf-8")) if RANKING.exists() else {}
+    embedders: dict[str, Any] = data.get("embedders", {})
+    return embedders
+
+
+@dataclass
+class Feature:
+    """One candidate chunk, and its score in each ranking that found it (None where none did)."""
+
+    chunk_id: str
+    doc_id: str
+    language: str | None
+    row: int | None = None  # its position in the version's chunk file, when a ranking over rows found it
+    base: Chunk | None = None  # the chunk as the index or the in-document ranking gave it
+    vector: float | None = None
+    lexical: float | None = None
+    expanded: float | None = None
+    pseudo: float | None = None
+    doc_rank: int | None = None  # its act's rank among acts (documents first)
+    within: int | None = None  # its rank inside its act
+
+
+@dataclass
+class Evidence:
+    """Everything :func:`rank` reads for one question, gathered once."""
+
+    language: str
+    bilingual: set[str]
+    features: dict[str, Feature] = field(default_factory=dict)
+    expanded: list[dict[str, str]] = field(default_factory=list)  # what was added to the question, and why
+    pseudo: str | None = None
+
+    def feature(self, chunk_id: str, doc_id: str, language: str | None) -> Feature:
+        found = self.features.get(chunk_id)
+        if found is None:
+            found = self.features[chunk_id] = Feature(chunk_id, doc_id, language)
+        return found
+
+
+def gather(
+    snap: Snapshot,
+    query: str,
+    embedder: Embedder,
+    collection: Collection,
+    matrix: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
+    depth: int = DEPTH,
+) -> Evidence:
+    """Every ranking's candidates for ``query`` from the published version ``snap`` and the index."""
+    language = question_language(query)
+    evidence = Evidence(language, snap.bilingual(language))
+    vector = QuestionVector(lambda: embedder.embed_queries([query])[0])
+    for chunk in vector_search(query, depth, collection=collection, embedder=embedder, published=snap.published,
+                               query_vector=vector()):  # fmt: skip
+        found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
+        found.vector, found.base = chunk.vector, chunk
+    if snap.lexical is None or snap.chunks is None:
+        return evidence
+    lexical = snap.lexical.scores(query)
+    _from_rows(evidence, snap, best_rows(lexical, depth), "lexical")
+    weights = expansion_terms(query)
+    evidence.expanded = [{"from": hit, "to": law, "by": "vocabulary"} for hit, law in expand(query)]
+    if snap.bridge is not None and language == "kaz":
+        bridged = snap.bridge.expansion(query, language)
+        for term, weight in bridged.items():
+            weights[term] = max(weights.get(term, 0.0), weight)
+        evidence.pseudo = snap.bridge.pseudo(query, language) or None
+        if bridged:
+            evidence.expanded.append({"from": query, "to": " ".join(list(bridged)[:20]), "by": "bridge"})
+    if weights:
+        _from_rows(evidence, snap, best_rows(snap.lexical.term_scores(weights), depth), "expanded")
+    if evidence.pseudo:
+        pseudo_vector = embedder.embed_queries([evidence.pseudo])[0]
+        for chunk in vector_search(evidence.pseudo, depth, collection=collection, embedder=embedder,
+                                   published=snap.published, query_vector=pseudo_vector):  # fmt: skip
+            found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
+            found.pseudo = chunk.vector
+            found.base = found.base or chunk
+    if snap.documents is not None:
+        _documents_first(evidence, snap, query, list(weights), vector, matrix, embedder, lexical)
+    return evidence
+
+
+def _from_rows(evidence: Evidence, snap: Snapshot, found: list[tuple[int, float]], signal: str) -> None:
+    assert snap.chunks is not None
+    if not found:
+        return
+    rows = snap.chunks.at([p for p, _ in found])
+    for (position, score), chunk_id, doc_id, language in zip(
+        found, *(rows.column(c).to_pylist() for c in ("chunk_id", "doc_id", "language")), strict=True
+    ):
+        feature = evidence.feature(str(chunk_id), str(doc_id), language)
+        feature.row = position
+        setattr(feature, signal, score)
+
+
+def _documents_first(
+    evidence: Evidence,
+    snap: Snapshot,
+    query: str,
+    extra_terms: list[str],
+    vector: QuestionVector,
+    matrix: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
+    embedder: Embedder,
+    lexical: np.ndarray,
+) -> None:
+    """Rank acts by card (BM25) and centroid (cosine), fused by rank; take the best chunks of the best acts."""
+    assert snap.documents is not None and snap.chunks is not None
+    cards = snap.documents.card_scores(query_terms(query) + extra_terms)
+    centroids = snap.documents.centroid_scores(vector())
+    fused: dict[str, float] = {}
+    for by_doc in (cards, centroids):
+        for n, doc in enumerate(sorted(by_doc, key=lambda d: (-by_doc[d], d)), 1):
+            fused[doc] = fused.get(doc, 0.0) + 1.0 / (DOC_RRF_K + n)
+    best = sorted(fused, key=lambda d: (-fused[d], d))[:TOP_DOCUMENTS]
+    if not best:
+        return
+    chunks = snap.chunks
+
+    def scores(positions: np.ndarray) -> np.ndarray:
+        return np.asarray(lexical[positions], np.float32)
+
+    language = evidence.language if evidence.language in ("rus", "kaz") else None
+    for rank_of_doc, doc in enumerate(best, 1):
+        ranked = rank_in_version(chunks, [doc], Narrowing(), vector(), PER_DOCUMENT, matrix,
+                                 embedder.embed_passages, scores, language)  # fmt: skip
+        for within, chunk in enumerate(ranked, 1):
+            feature = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
+            feature.doc_rank, feature.within = rank_of_doc, within
+            feature.base = feature.base or chunk
+
+
+def rank(evidence: Evidence, params: RankParams) -> list[tuple[Feature, float]]:
+    """The candidates best first, with their fused scores (:class:`RankParams`): weighted reciprocal ranks,
+    the question's language first in an act published in several, and the cap on one act in the top five."""
+    features = list(evidence.features.values())
+    score = dict.fromkeys((f.chunk_id for f in features), 0.0)
+    k = params.rrf_k
+    for signal in SIGNALS:
+        weight = getattr(params, signal)
+        if not weight:
+            continue
+        held = sorted((f for f in features if getattr(f, signal) is not None),
+                      key=lambda f: (-getattr(f, signal), f.chunk_id))  # fmt: skip
+        for n, f in enumerate(held, 1):
+            score[f.chunk_id] += weight / (k + n)
+    if params.documents:
+        for f in features:
+            if f.doc_rank is not None and f.within is not None:
+                score[f.chunk_id] += params.documents / (k + f.doc_rank + f.within - 1)
+    ordered = sorted((f for f in features if score[f.chunk_id] > 0), key=lambda f: (-score[f.chunk_id], f.chunk_id))
+    if evidence.language in ("rus", "kaz"):
+        later = [f for f in ordered if f.doc_id in evidence.bilingual and f.language != evidence.language]
+        ordered = [f for f in ordered if not (f.doc_id in evidence.bilingual and f.language != evidence.language)]
+        ordered += later
+    if params.cap:
+        ordered = _capped(ordered, score, params.cap, params.close)
+    return [(f, score[f.chunk_id]) for f in ordered]
+
+
+def _capped(ordered: list[Feature], score: dict[str, float], cap: int, close: float, top: int = 5) -> list[Feature]:
+    """At most ``cap`` chunks of one act in the first ``top``, when the next act's chunk scores at least
+    ``close`` of the one it would replace; the chunks moved follow the first ``top``."""
+    head: list[Feature] = []
+    moved: list[Feature] = []
+    held: dict[str, int] = {}
+    for n, f in enumerate(ordered):
+        if len(head) >= top:
+            return head + moved + ordered[n:]
+        if held.get(f.doc_id, 0) >= cap:
+            rival = next((r for r in ordered[n + 1 : n + 30] if held.get(r.doc_id, 0) < cap), None)
+            if rival is not None and score[rival.chunk_id] >= close * score[f.chunk_id]:
+                moved.append(f)
+                continue
+        held[f.doc_id] = held.get(f.doc_id, 0) + 1
+        head.append(f)
+    return head + moved
+
+
+def found_by(f: Feature) -> str:
+    """How a chunk was found, in the words of ``--json``: ``both`` (words and meaning), ``vector`` (meaning:
+    the question or its translation), ``lexical`` (words: the question's or those added to it), ``document``
+    (only as one of the best chunks of one of the best acts)."""
+    meaning = f.vector is not None or f.pseudo is not None
+    words = f.lexical is not None or f.expanded is not None
+    if meaning and words:
+        return "both"
+    if meaning:
+        return "vector"
+    if words:
+        return "lexical"
+    return "document"
+
+
+def chunks(snap: Snapshot, ranked: list[tuple[Feature, float]], k: int) -> list[Chunk]:
+    """The first ``k`` as answer chunks (texts read for the rows only the lexical rankings found)."""
+    chosen = ranked[:k]
+    from_rows = [f for f, _ in chosen if f.base is None and f.row is not None]
+    texts: dict[str, tuple[dict[str, Any], str]] = {}
+    if from_rows and snap.chunks is not None:
+        rows = snap.chunks.at([f.row for f in from_rows if f.row is not None])
+        for f, row, text in zip(from_rows, rows.to_pylist(), snap.chunks.texts(rows), strict=True):
+            texts[f.chunk_id] = (row, text)
+    out = []
+    for f, score in chosen:
+        how = found_by(f)
+        if f.base is not None:
+            out.append(dataclasses.replace(f.base, score=score, found_by=how, vector=f.vector, lexical=f.lexical,
+                                           fused=score))  # fmt: skip
+        elif f.chunk_id in texts:
+            row, text = texts[f.chunk_id]
+            out.append(row_chunk(row, text, score, how, vector=f.vector, lexical=f.lexical, fused=score))
+    return out
