@@ -94,6 +94,7 @@ class Feature:
     doc_id: str
     language: str | None
     row: int | None = None  # its position in the version's chunk file, when a ranking over rows found it
+    labels: tuple[str, ...] = ()  # its article labels
     base: Chunk | None = None  # the chunk as the index or the in-document ranking gave it
     vector: float | None = None
     lexical: float | None = None
@@ -117,7 +118,35 @@ class Evidence:
         found = self.features.get(chunk_id)
         if found is None:
             found = self.features[chunk_id] = Feature(chunk_id, doc_id, language)
+            self._ranked = None
         return found
+
+    _ranked: tuple[list[Feature], dict[str, np.ndarray]] | None = field(default=None, init=False, repr=False)
+    _tiebreak: np.ndarray | None = field(default=None, init=False, repr=False)
+
+    def ranked(self) -> tuple[list[Feature], dict[str, np.ndarray]]:
+        """The candidates, and each one's rank (1-based, 0: not held) in every ranking and in documents-first
+        (its act's rank plus its rank inside it, less one): computed once, whatever the weights asked."""
+        if self._ranked is None:
+            features = sorted(self.features.values(), key=lambda f: f.chunk_id)
+            ranks: dict[str, np.ndarray] = {}
+            for signal in SIGNALS:
+                values = np.array([np.nan if getattr(f, signal) is None else getattr(f, signal) for f in features])
+                held = np.flatnonzero(~np.isnan(values))
+                out = np.zeros(len(features))
+                out[held[np.argsort(-values[held], kind="stable")]] = np.arange(1, len(held) + 1)
+                ranks[signal] = out
+            ranks["documents"] = np.array([f.doc_rank + f.within - 1 if f.doc_rank and f.within else 0
+                                           for f in features], dtype=float)  # fmt: skip
+            self._ranked = (features, ranks)
+            self._tiebreak = np.arange(len(features))
+        return self._ranked
+
+    def tiebreak(self) -> np.ndarray:
+        """Equal scores in chunk id order."""
+        self.ranked()
+        assert self._tiebreak is not None
+        return self._tiebreak
 
 
 def gather(
@@ -168,11 +197,12 @@ def _from_rows(evidence: Evidence, snap: Snapshot, found: list[tuple[int, float]
     if not found:
         return
     rows = snap.chunks.at([p for p, _ in found])
-    for (position, score), chunk_id, doc_id, language in zip(
-        found, *(rows.column(c).to_pylist() for c in ("chunk_id", "doc_id", "language")), strict=True
+    columns = ("chunk_id", "doc_id", "language", "article_labels")
+    for (position, score), chunk_id, doc_id, language, labels in zip(
+        found, *(rows.column(c).to_pylist() for c in columns), strict=True
     ):
         feature = evidence.feature(str(chunk_id), str(doc_id), language)
-        feature.row = position
+        feature.row, feature.labels = position, tuple(labels or ())
         setattr(feature, signal, score)
 
 
@@ -215,29 +245,33 @@ def _documents_first(
 def rank(evidence: Evidence, params: RankParams) -> list[tuple[Feature, float]]:
     """The candidates best first, with their fused scores (:class:`RankParams`): weighted reciprocal ranks,
     the question's language first in an act published in several, and the cap on one act in the top five."""
-    features = list(evidence.features.values())
-    score = dict.fromkeys((f.chunk_id for f in features), 0.0)
+    features, ranks = evidence.ranked()
     k = params.rrf_k
+    score = np.zeros(len(features))
     for signal in SIGNALS:
         weight = getattr(params, signal)
-        if not weight:
-            continue
-        held = sorted((f for f in features if getattr(f, signal) is not None),
-                      key=lambda f: (-getattr(f, signal), f.chunk_id))  # fmt: skip
-        for n, f in enumerate(held, 1):
-            score[f.chunk_id] += weight / (k + n)
+        if weight:
+            held = ranks[signal] > 0
+            score[held] += weight / (k + ranks[signal][held])
     if params.documents:
-        for f in features:
-            if f.doc_rank is not None and f.within is not None:
-                score[f.chunk_id] += params.documents / (k + f.doc_rank + f.within - 1)
-    ordered = sorted((f for f in features if score[f.chunk_id] > 0), key=lambda f: (-score[f.chunk_id], f.chunk_id))
+        held = ranks["documents"] > 0
+        score[held] += params.documents / (k + ranks["documents"][held])
+    order = [int(n) for n in np.lexsort((evidence.tiebreak(), -score)) if score[n] > 0]
     if evidence.language in ("rus", "kaz"):
-        later = [f for f in ordered if f.doc_id in evidence.bilingual and f.language != evidence.language]
-        ordered = [f for f in ordered if not (f.doc_id in evidence.bilingual and f.language != evidence.language)]
-        ordered += later
+        late = [n for n in order if _other_edition(features[n], evidence)]
+        if late:
+            moved = set(late)
+            order = [n for n in order if n not in moved] + late
+    ordered = [features[n] for n in order]
+    by_id = {features[n].chunk_id: float(score[n]) for n in order}
     if params.cap:
-        ordered = _capped(ordered, score, params.cap, params.close)
-    return [(f, score[f.chunk_id]) for f in ordered]
+        ordered = _capped(ordered, by_id, params.cap, params.close)
+    return [(f, by_id[f.chunk_id]) for f in ordered]
+
+
+def _other_edition(f: Feature, evidence: Evidence) -> bool:
+    """A chunk in another language of an act published in the question's language too."""
+    return f.doc_id in evidence.bilingual and f.language != evidence.language
 
 
 def _capped(ordered: list[Feature], score: dict[str, float], cap: int, close: float, top: int = 5) -> list[Feature]:
