@@ -1,25 +1,16 @@
-"""Plain-words questions: the vector and the lexical rankings fused, the question's language first.
+"""The question's language, and the reciprocal-rank constant of the ranking inside named documents.
 
-- **Reciprocal-rank fusion** (Cormack et al. 2009): a chunk's fused score is the sum over the rankings that
-  hold it of ``1 / (RRF_K + rank)``. Ranks, not scores, are fused: a cosine and a BM25 score are not on one
-  scale, and either list alone misses what the other finds (measured in ``benchmarks/README.md``).
-- **Language first**: where a document is published in the question's language (the Labour Code in Russian
-  and Kazakh), its chunks in the other language follow all chunks in the question's language; documents in
-  one language only are left where fusion put them, so a Kazakh question about a Russian-only act still
-  gets that act.
 - **The question's language** (:func:`question_language`): Kazakh letters say Kazakh; a Kazakh question
   typed without them («Демалыс отпуск канша кун болады?») is told by its Kazakh words and endings against
   Russian ones.
-
-A lookup is a partition ahead of ranking: this orders candidates, it never adds a document to an answer
-that named documents (:mod:`lookup.route`).
+- :data:`RRF_K`: reciprocal-rank fusion of cosine and BM25 inside the documents a question names
+  (:func:`lookup.chunks.rank_in_version`). A plain-words question is ranked by :mod:`lookup.plain`, whose
+  weights are chosen per embedder by cross-validation.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import dataclass
 
 RRF_K = 10  # measured on data/golden/semantic.jsonl against 30 and 60 (benchmarks/README.md)
 _KAZAKH_LETTERS = re.compile("[әғқңөұүһі]", re.I)
@@ -56,41 +47,3 @@ def question_language(question: str) -> str:
     kazakh = sum(w in _KAZAKH_WORDS or (len(w) > 5 and w.endswith(_KAZAKH_ENDINGS)) for w in found)
     russian = sum(w in _RUSSIAN_WORDS or (len(w) > 5 and w.endswith(_RUSSIAN_ENDINGS)) for w in found)
     return "kaz" if kazakh > russian else "rus"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One chunk a ranking found: its id, its document and language, and its rank (1-based) and score in
-    each ranking that holds it (None where it does not)."""
-
-    chunk_id: str
-    doc_id: str
-    language: str | None
-    vector_rank: int | None = None
-    vector_score: float | None = None
-    lexical_rank: int | None = None
-    lexical_score: float | None = None
-
-    @property
-    def fused(self) -> float:
-        return sum(1.0 / (RRF_K + r) for r in (self.vector_rank, self.lexical_rank) if r is not None)
-
-
-def fuse(vector: Sequence[Candidate], lexical: Sequence[Candidate]) -> list[Candidate]:
-    """Both rankings as one, best fused score first (ties: chunk id). A chunk in both keeps both ranks."""
-    merged: dict[str, Candidate] = {c.chunk_id: c for c in vector}
-    for c in lexical:
-        held = merged.get(c.chunk_id)
-        merged[c.chunk_id] = c if held is None else Candidate(
-            held.chunk_id, held.doc_id, held.language or c.language, held.vector_rank, held.vector_score,
-            c.lexical_rank, c.lexical_score,
-        )  # fmt: skip
-    return sorted(merged.values(), key=lambda c: (-c.fused, c.chunk_id))
-
-
-def language_first(ranked: list[Candidate], language: str, bilingual: set[str]) -> list[Candidate]:
-    """``ranked`` with the chunks of a document published in ``language`` (``bilingual``: such documents)
-    but written in another moved after every chunk in ``language``; the rest keep their order."""
-    ahead = [c for c in ranked if not (c.doc_id in bilingual and c.language != language)]
-    behind = [c for c in ranked if c.doc_id in bilingual and c.language != language]
-    return ahead + behind

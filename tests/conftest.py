@@ -60,6 +60,18 @@ def corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-unt
 
 
 @pytest.fixture(scope="session")
+def whole_corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    """One run over every source of ../shared/corpus (the identifier snippets and kazakhstan-law acts too) and
+    the bundled sample: the acts the wide golden set asks about (skipped when the corpus is absent)."""
+    from runs.pipeline import run
+
+    corpus_file("adilet/rus/K1500000414.html")
+    home = tmp_path_factory.mktemp("whole-corpus-home")
+    info = run([CORPUS, SAMPLE], home)
+    return info, home
+
+
+@pytest.fixture(scope="session")
 def richest_run(request):  # type: ignore[no-untyped-def]
     """(info, home, "real" | "bundled"): the real corpus's run when ../shared/corpus is there, else the bundled
     sample's, for tests whose contract holds on any home (so a clean clone still runs them)."""

@@ -1,6 +1,8 @@
-"""Questions without numbers (issue 24): BM25 per language, reciprocal-rank fusion with the vectors, the
-question's language first, an honest hint, and the semantic golden set on the real corpus (hashed n-grams
-with fusion ≥ 0.75 hit@5; multilingual-e5-small with fusion ≥ 0.90)."""
+"""Questions without numbers (issues 24 and 43): BM25 per language, the one ranking over every candidate list
+(weighted reciprocal ranks, the question's language first, the cap on one act), an honest hint, and the
+golden sets on the real corpus: the semantic set (hashed n-grams with fusion ≥ 0.80 hit@5, e5 ≥ 0.90) and
+the wide set, held out by act (`lookup.tuning`: e5 ≥ 0.80, Kazakh ≥ 0.70, colloquial ≥ 0.70; the offline
+default ≥ 0.60; the fused ranking never below the model alone in any group)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from lookup.evaluate import evaluate, read_golden
-from lookup.fusion import Candidate, fuse, language_first, question_language
+from lookup.fusion import question_language
+from lookup.plain import Evidence, RankParams, rank
 from lookup.route import Lookup
 from runs.pipeline import run
 from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
@@ -41,16 +44,43 @@ def test_kazakh_text_and_a_question_typed_without_kazakh_letters_meet_in_the_sam
     assert "беремен" in set(terms("с беременными женщинами", "rus")) & set(query_terms("уволить беременную"))
 
 
-def test_reciprocal_rank_fusion_and_language_first() -> None:
-    vector = [Candidate("k:art44:0", "k", "rus", 1, 0.9), Candidate("k:art54:0", "k", "rus", 2, 0.8)]
-    lexical = [Candidate("k:art54:0", "k", "rus", lexical_rank=1, lexical_score=7.0),
-               Candidate("k:kaz/art54:0", "k", "kaz", lexical_rank=2, lexical_score=6.0),
-               Candidate("c:art24:0", "c", "rus", lexical_rank=3, lexical_score=5.0)]  # fmt: skip
-    fused = fuse(vector, lexical)
-    assert [c.chunk_id for c in fused][:2] == ["k:art54:0", "k:art44:0"]  # in both lists beats first in one
-    assert fused[0].vector_rank == 2 and fused[0].lexical_rank == 1
-    kazakh = language_first(fused, "kaz", bilingual={"k"})
-    assert [c.chunk_id for c in kazakh][:2] == ["k:kaz/art54:0", "c:art24:0"]  # the Russian-only act stays
+def _evidence(language: str, bilingual: set[str], rows: list[tuple[str, str, str, dict[str, float]]]) -> Evidence:
+    evidence = Evidence(language, bilingual)
+    for chunk_id, doc_id, lang, scores in rows:
+        feature = evidence.feature(chunk_id, doc_id, lang)
+        for signal, value in scores.items():
+            setattr(feature, signal, value)
+    return evidence
+
+
+def test_weighted_reciprocal_rank_fusion_and_language_first() -> None:
+    evidence = _evidence("kaz", {"k"}, [
+        ("k:art44:0", "k", "rus", {"vector": 0.9}),
+        ("k:art54:0", "k", "rus", {"vector": 0.8, "lexical": 7.0}),
+        ("k:kaz/art54:0", "k", "kaz", {"lexical": 6.0}),
+        ("c:art24:0", "c", "rus", {"lexical": 5.0, "expanded": 2.0}),
+    ])  # fmt: skip
+    plain = [f.chunk_id for f, _ in rank(evidence, RankParams())]
+    # in both lists beats first in one; a Russian-only act keeps its place; the Labour Code's Russian follows
+    assert plain == ["k:kaz/art54:0", "c:art24:0", "k:art54:0", "k:art44:0"]
+    russian = Evidence("rus", {"k"}, evidence.features)
+    assert [f.chunk_id for f, _ in rank(russian, RankParams())][:2] == ["k:art54:0", "k:art44:0"]
+    words = [f.chunk_id for f, _ in rank(russian, RankParams(vector=0.0, lexical=1.0, expanded=4.0))]
+    assert words[0] == "c:art24:0"  # the added words' own ranking, weighted up, leads
+    scores = {f.chunk_id: s for f, s in rank(russian, RankParams(rrf_k=10))}
+    assert scores["k:art54:0"] == pytest.approx(1 / 12 + 1 / 11)
+
+
+def test_one_act_may_not_fill_the_top_five_while_another_scores_close() -> None:
+    rows = [(f"code:art{n}:0", "code", "rus", {"vector": 1.0 - n / 100}) for n in range(1, 7)]
+    rows.append(("order:annex1/ch1:0", "order", "rus", {"vector": 0.9}))
+    evidence = _evidence("rus", set(), rows)
+    free = [f.doc_id for f, _ in rank(evidence, RankParams(lexical=0.0))]
+    assert free[:5] == ["code"] * 5
+    capped = [f.doc_id for f, _ in rank(evidence, RankParams(lexical=0.0, cap=2, close=0.5))]
+    assert capped[:3] == ["code", "code", "order"] and capped[3:5] == ["code", "code"]
+    far = [f.doc_id for f, _ in rank(evidence, RankParams(lexical=0.0, cap=2, close=0.99))]
+    assert far[:5] == ["code"] * 5  # the other act is not close enough to take a place
 
 
 def test_a_plain_words_answer_says_how_each_source_was_found(sample_run) -> None:  # type: ignore[no-untyped-def]
@@ -58,11 +88,11 @@ def test_a_plain_words_answer_says_how_each_source_was_found(sample_run) -> None
     answer = Lookup.open(home).route("права и обязанности работодателя в области охраны труда").as_dict()
     assert answer["status"] == "no_identifier" and answer["chunks"]
     for chunk in answer["chunks"]:
-        assert chunk["found_by"] in ("vector", "lexical", "both") and chunk["fused"] == chunk["score"]
-        assert (chunk["vector"] is not None) == (chunk["found_by"] != "lexical")
-        assert (chunk["lexical"] is not None) == (chunk["found_by"] != "vector")
+        assert chunk["found_by"] in ("vector", "lexical", "both", "document") and chunk["fused"] == chunk["score"]
+        if chunk["found_by"] == "both":
+            assert chunk["vector"] is not None
     scores = [c["score"] for c in answer["chunks"]]
-    assert scores == sorted(scores, reverse=True)
+    assert scores[0] == max(scores)  # best first; the cap on one act may move a higher score below the top five
     hint = answer["hint"]
     assert "кандидаты" in hint and "по сходству написания" in hint and "смыслов" not in hint
     assert hint.count("\n") == len(answer["chunks"])  # one line per source, after the note
@@ -93,10 +123,10 @@ def test_the_semantic_golden_set_is_at_least_60_questions_in_both_languages() ->
     assert {r.style for r in rows} >= {"plain", "colloquial", "typo", "translit"}
 
 
-def test_hashed_ngrams_with_fusion_find_the_answer_in_the_top_5_for_three_questions_in_four(corpus_run) -> None:  # type: ignore[no-untyped-def]
+def test_hashed_ngrams_with_fusion_find_the_answer_in_the_top_5_for_four_questions_in_five(corpus_run) -> None:  # type: ignore[no-untyped-def]
     report = _semantic(corpus_run[1])
     fused, vector = report["lookup"]["ALL"], report["vector"]["ALL"]
-    assert fused["hit@5"] >= 0.75 and fused["hit@5"] >= vector["hit@5"], (fused, vector)
+    assert fused["hit@5"] >= 0.80 and fused["hit@5"] >= vector["hit@5"], (fused, vector)
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +137,7 @@ def e5_corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     corpus_file("adilet/rus/K1500000414.html")
     home = tmp_path_factory.mktemp("corpus-e5")
-    run([CORPUS / "adilet", CORPUS / "kzlaws", CORPUS / "zan", SAMPLE], home, embedder=make_embedder("e5"))
+    run([CORPUS, SAMPLE], home, embedder=make_embedder("e5"))
     return home
 
 

