@@ -73,7 +73,7 @@ def main() -> None:
 
     threading.Thread(target=sample, daemon=True).start()
     if args.split_lexical:
-        build = stages.build_lexical
+        build = stages.build_word_indexes
 
         def timed_build(*given: Any) -> int:
             print(f"  enrich without BM25: peak {status('VmHWM')} MB", flush=True)
@@ -82,7 +82,7 @@ def main() -> None:
             print(f"  BM25 build: peak {status('VmHWM')} MB, after {status('VmRSS')} MB", flush=True)
             return built
 
-        stages.build_lexical = timed_build  # type: ignore[assignment]
+        stages.build_word_indexes = timed_build  # type: ignore[assignment]
     if args.split_enrich:  # each step of the enrich stage on its own line, its own high-water mark
         from runs import build
 
@@ -101,7 +101,7 @@ def main() -> None:
 
         for module, name in ((build, "join_files"), (build, "combine_files"), (build, "write_parquet_stream"),
                              (stages, "carry_rejects"), (stages, "same_tables"), (stages, "write_small_tables"),
-                             (stages, "_live_keys"), (stages, "build_lexical")):  # fmt: skip
+                             (stages, "_live_keys"), (stages, "build_word_indexes")):  # fmt: skip
             watched(module, name)
     url = args.chroma_url
     if args.noop_index:

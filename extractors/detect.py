@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from extractors.kazlaw import is_kazlaw_file, opens_with_front_matter
 from extractors.model import Document, ExtractError, vet_requisites
 from schemas.designations import parse_designation
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
@@ -91,6 +92,12 @@ def _act_markdown(data: bytes, name: str) -> Document:
     return parse_markdown_act(_decode(data, name), name)
 
 
+def _kazlaw(data: bytes, name: str) -> Document:
+    from extractors.kazlaw import parse_kazlaw
+
+    return parse_kazlaw(data, name)
+
+
 def _zan_json(data: bytes, name: str) -> Document:
     from extractors.zan_portal import parse_zan_record
 
@@ -100,6 +107,7 @@ def _zan_json(data: bytes, name: str) -> Document:
 PARSERS: dict[str, Callable[[bytes, str], Document]] = {
     "adilet_html": _adilet_html,
     "act_markdown": _act_markdown,
+    "kazlaw": _kazlaw,
     "zan_json": _zan_json,
     "ecfr_xml": _ecfr_xml,
     "standard_html": _standard_html,
@@ -113,7 +121,7 @@ BY_SUFFIX: dict[str, tuple[str, ...]] = {
     ".json": ("zan_json",),
     ".xml": ("ecfr_xml",),
     ".txt": ("standard_text", "act_markdown"),
-    ".md": ("act_markdown", "standard_text"),
+    ".md": ("act_markdown", "kazlaw", "standard_text"),
     ".pdf": ("standard_pdf",),
 }
 SUFFIXES = tuple(BY_SUFFIX)
@@ -145,6 +153,8 @@ def detect(path: Path, head: str) -> Detection:
     folders = {part.lower() for part in path.parts[:-1]}
     if "adilet" in folders and _ADILET_NAME.match(canonical_adilet_id(path.stem)) and "adilet_html" in allowed:
         return Detection(("adilet_html",), tuple(evidence), locked=True)
+    if is_kazlaw_file(path):  # a kazakhstan-law act's text, its meta.yaml beside it: read as such, only
+        return Detection(("kazlaw",), (*evidence, Evidence("kazlaw", 5, "meta.yaml beside it")), locked=True)
     return Detection(tuple(order), tuple(evidence))
 
 
@@ -176,6 +186,8 @@ def _signals(path: Path, head: str) -> list[Evidence]:
             out.append(Evidence(parser, 2, "a standard's designation in the title"))
     if re.match(r"\s*#\s+\S", head):
         out.append(Evidence("act_markdown", 1, "a markdown # title"))
+    if opens_with_front_matter(head):
+        out.append(Evidence("kazlaw", 5, "a kazakhstan-law front matter (act_code, zan.gov.kz source)"))
     return out
 
 

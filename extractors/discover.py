@@ -65,7 +65,7 @@ def scan(sources: list[Path]) -> Scan:
             dirnames.sort()
             for name in sorted(filenames) + sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))):
                 path = Path(dirpath) / name
-                if path.suffix.lower() not in SUFFIXES or name.lower() in _SKIP_NAMES:
+                if path.suffix.lower() not in SUFFIXES or name.lower() in _SKIP_NAMES or _act_part(path):
                     continue
                 reason = _unreadable(path, root)
                 if reason:
@@ -74,6 +74,11 @@ def scan(sources: list[Path]) -> Scan:
                     out.files.append(path)
     out.files.sort()
     return out
+
+
+def _act_part(path: Path) -> bool:
+    """A part of a split kazakhstan-law act (``<act>/rus/an000.md``): read through the act's ``rus.md``."""
+    return path.parent.name in ("rus", "kaz") and (path.parent.parent / "meta.yaml").is_file()
 
 
 def source_files(sources: list[Path]) -> list[Path]:

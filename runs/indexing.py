@@ -32,6 +32,7 @@ from runs.scope import Scope
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.failpoints import failpoint
+from vectors.documents import CENTROIDS, build_centroids
 from vectors.embed import Embedder, identified
 from vectors.embedders import make_embedder
 from vectors.index import (
@@ -46,7 +47,6 @@ from vectors.index import (
     upsert_table,
 )
 from vectors.repair import check_room, ensure_healthy, index_bytes
-from vectors.documents import CENTROIDS, build_centroids
 from vectors.store import VectorStore
 
 

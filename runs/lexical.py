@@ -13,7 +13,8 @@ from typing import Any
 from runs.child import outcome, report, wrapped
 from runs.state import Published, RunState
 from runs.versions import staging_dir
-from vectors.lexical import LEXICAL, build_lexical
+from vectors.lexical import LEXICAL
+from vectors.words import build_word_indexes
 
 
 def lexical_jobs(state: RunState) -> list[tuple[Path, Path]]:
@@ -68,4 +69,4 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
 
 def _lexical_child(jobs: list[tuple[Path, Path]], send: Any) -> None:
     """:func:`lexical_aside`'s process: build every index, and say how it went (:func:`runs.child.report`)."""
-    report(send, lambda: [build_lexical(enriched, out) for enriched, out in jobs], "the BM25 build")
+    report(send, lambda: [build_word_indexes(enriched, out) for enriched, out in jobs], "the BM25 build")

@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from enrich.storage import table_from_rows
 from extractors.discover import max_file_bytes, scan
+from extractors.kazlaw import companions
 from runs.errors import RunError
 from runs.state import Published
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REJECT_SCHEMA, Reject, reject_table
@@ -49,20 +50,27 @@ def code_fingerprint() -> str:
 
 
 def file_key(path: Path) -> str:
-    """What decides whether a file must be read again: its content hash and the code fingerprint. Read in
-    blocks (memory stays flat); a file over the size limit or unreadable gets a key that says so, and is
-    rejected when it is extracted."""
+    """What decides whether a file must be read again: its content hash (and its companions': a
+    kazakhstan-law text's ``meta.yaml`` and parts, :func:`extractors.kazlaw.companions`) and the code
+    fingerprint. Read in blocks (memory stays flat); a file over the size limit or unreadable gets a key that
+    says so, and is rejected when it is extracted."""
     try:
         size = path.stat().st_size
         if size > max_file_bytes():
             return f"oversize:{size}:{path.stat().st_mtime_ns}:{code_fingerprint()}"
         digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
+        for read in (path, *companions(path)):
+            digest.update(read.name.encode() + b"\0")
+            _digest_file(read, digest)
     except OSError as exc:
         return f"unreadable:{exc.errno}:{code_fingerprint()}"
     return f"{digest.hexdigest()}:{code_fingerprint()}"
+
+
+def _digest_file(path: Path, digest: Any) -> None:
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
 
 
 ScopeKind = Literal["full", "source", "only", "since", "rollback"]  # what a run reads: see plan_scope

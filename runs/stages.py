@@ -80,7 +80,8 @@ from schemas.published import Manifest, VersionError, check_home, list_versions,
 from vectors.embed import identified
 from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
-from vectors.lexical import LEXICAL, build_lexical
+from vectors.lexical import LEXICAL
+from vectors.words import build_word_indexes
 
 # --- begin ----------------------------------------------------------------------------------------------
 
@@ -157,7 +158,7 @@ def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embe
         if manifest.embedder != embedder_id:
             raise RunError(f"{target} was indexed with {manifest.embedder}; roll back with that embedder")
         if not (folder / LEXICAL).exists():  # a version from before lexical indexes
-            build_lexical(folder / "enriched_chunks.parquet", folder / LEXICAL)
+            build_word_indexes(folder / "enriched_chunks.parquet", folder / LEXICAL)
         info.documents = pq.ParquetFile(folder / "registry.parquet").metadata.num_rows
         info.chunks = pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows
         info.rejected = pq.ParquetFile(folder / "rejects.parquet").metadata.num_rows
@@ -300,7 +301,7 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
     if lexical:
         with timed(info, "lexical"):
             for enriched, out in lexical_jobs(state):
-                build_lexical(enriched, out)
+                build_word_indexes(enriched, out)
     info.rejected = rejects_table.num_rows
     state.update(info, Stage.ENRICHED)
     return state.path

@@ -21,7 +21,7 @@ import functools
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -118,11 +118,12 @@ def term_ids(flat: list[str], vocab: dict[str, int]) -> np.ndarray:
     return np.asarray(mapping[encoded.indices.to_numpy(zero_copy_only=False)], np.int32)
 
 
-def build_lexical(enriched: Path, out: Path) -> int:
+def build_lexical(enriched: Path, out: Path, extras: Iterable[Callable[[Path, Path], object]] = ()) -> int:
     """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
-    (:mod:`vectors.texts`), its documents' card index (:mod:`vectors.documents`) and its Kazakh↔Russian term
-    table (:mod:`vectors.bridge`) written to ``out`` (replaced whole, via a temporary folder); returns the
-    number of chunks. Built out of core (:mod:`vectors.bm25`): memory does not grow with the corpus. Each batch is
+    (:mod:`vectors.texts`), and what each of ``extras`` writes beside them (``extra(enriched, folder)``: the
+    documents' cards, the bridge: :func:`vectors.words.build_word_indexes`), written to ``out`` (replaced
+    whole, via a temporary folder); returns the number of chunks. Built out of core (:mod:`vectors.bm25`):
+    memory does not grow with the corpus. Each batch is
     analysed, mapped to term ids and counted whole (:func:`batch_terms`, :func:`term_ids`,
     :meth:`~vectors.bm25.Bm25Writer.add_batch`): the same index as chunk by chunk, in a third of the time."""
     from vectors.bm25 import Bm25Writer
@@ -144,11 +145,8 @@ def build_lexical(enriched: Path, out: Path) -> int:
         index.close(vocab)
     else:
         index.discard()
-    from vectors.bridge import BRIDGE, build_bridge
-    from vectors.documents import DOC_CARDS, build_cards
-
-    build_cards(enriched, tmp / DOC_CARDS)  # the documents' own index (lookup.plain: documents first)
-    build_bridge(enriched, tmp / BRIDGE)  # the Kazakh↔Russian term table the version's bilingual acts give
+    for extra in extras:  # more indexes of the same version, published in the same folder
+        extra(enriched, tmp)
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return index.chunks

@@ -1,0 +1,262 @@
+"""Acts in the kazakhstan-law layout (git repositories of the law, one folder an act) → :class:`Document`.
+
+The public ``kazakhstan-law`` organisation publishes Kazakhstan's acts as git repositories, one per scope, one
+commit per version of an act. Two layouts are read:
+
+- **current**: ``<scope>/<issuer-code>-<issuer>/<YYYY>/<MMDD>-<slug>-<act_code>/`` holding ``meta.yaml`` and
+  ``rus.md`` / ``kaz.md``. ``meta.yaml`` states the act: ``act_code`` (the zan.gov.kz id), ``requisite`` (the
+  whole requisites sentence: issuer, date, number, the Ministry of Justice registration, «Утратил силу …»),
+  ``title`` per language, ``form`` and ``type_codes``, ``approved_on``, ``version_date`` and ``source`` per
+  language, and, when the version was made by an amending act, ``caused_by``; ``replaces`` names the acts it
+  replaced.
+- **older**: ``<issuer>/<YYYYMMDD>-<slug>-<code>/rus.md`` with the same facts in a YAML front matter at the top
+  of ``rus.md`` (``registry_number``, ``approval_date``); ``kaz.md`` carries only its ``source``.
+
+A large act is split: its ``rus.md`` ends in «## Части документа» with a table linking ``rus/<part>.md``; the
+parts are read in the table's order, each confined to the act's folder, and a part the table names but the
+folder lacks rejects the file (the act's last good version stays published).
+
+Identity: the adilet id when the requisites allow it (an order registered with the Ministry of Justice is
+``V<yy><registration number, 8 digits>``: «Зарегистрирован … 24 февраля 2015 года № 10325» → V1500010325),
+so the act read from adilet pages, zan.gov.kz records or here is one registry row; else ``zan-<act_code>``.
+Requisites come from the requisites sentence (:func:`extractors.requisites.parse_requisites`), the type from
+``form``, titles per language from the meta. The body is the markdown act's (headings, notes in blockquotes,
+numbered пункты), with the ``<a id="p12">`` citation anchors taken out of the text.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any
+
+from extractors.markdown import _lines
+from extractors.model import Document, ExtractError, Requisites
+from extractors.requisites import parse_date, parse_requisites
+from extractors.structure import build, count_heading_like
+from schemas.identifiers import normalize_space
+from schemas.kinds import DocType
+from schemas.statuses import says_repealed
+
+META = "meta.yaml"
+MAX_META_BYTES = 256 * 1024  # a meta.yaml is a few KB; a bigger one is not one
+MAX_PARTS = 500
+LANGUAGES = ("rus", "kaz")
+_FORMS: dict[str, DocType] = {  # zan.gov.kz's act forms
+    "ПРИК": "order",
+    "ПОСТ": "resolution",
+    "РЕШ": "decision",
+    "РАСП": "instruction",
+    "УКАЗ": "decree",
+    "ЗАК": "law",
+    "КЗАК": "law",
+    "КОД": "code",
+    "КОНС": "constitution",
+    "НПОС": "ruling",
+}
+_FRONT = re.compile(r"\A---\s*\n(.*?)\n---\s*\n", re.S)
+_ANCHOR = re.compile(r"<a\s+id=\"[A-Za-z0-9_-]{1,40}\"\s*>\s*</a>")
+_PARTS_HEADING = re.compile(r"^##\s+Части документа\s*$", re.M)
+_PART_LINK = re.compile(r"\]\(([^()\s]{1,300})\)")
+_SOURCE_CODE = re.compile(r"zan\.gov\.kz/client/#!/doc/(\d{1,9})/(rus|kaz)")
+_REGISTERED = re.compile(r"Зарегистрирован\w*\s+в\s+Министерстве\s+юстиции", re.I)
+_FOLDER_CODE = re.compile(r"-(\d{1,9})$")
+_LAPSED = re.compile(r"Утратил\w*\s+силу|Күші\s+жойыл\w*|күшін\s+жой", re.I)
+_LAPSE_CLAUSE = re.compile(r"(?:Утратил\w*\s+силу|Күші\s+жойыл\w*)[^\n]{0,400}", re.I)
+
+
+def is_kazlaw_file(path: Path) -> bool:
+    """A ``rus.md``/``kaz.md`` with ``meta.yaml`` beside it, or a markdown file opening with the older front
+    matter (an ``act_code`` or a zan.gov.kz ``source``)."""
+    return path.name in ("rus.md", "kaz.md") and (path.parent / META).is_file()
+
+
+def companions(path: Path) -> list[Path]:
+    """The other files a kazakhstan-law act's text is read with (its ``meta.yaml``, the ``rus.md`` whose front
+    matter an older ``kaz.md`` borrows, its parts): a change in any of them means the text must be read again."""
+    if path.suffix.lower() != ".md" or path.name not in ("rus.md", "kaz.md"):
+        return []
+    folder = path.parent
+    found = [folder / META, folder / "rus.md"] if path.name == "kaz.md" else [folder / META]
+    parts = folder / path.stem
+    if parts.is_dir():
+        found += sorted(parts.glob("*.md"))[:MAX_PARTS]
+    return [f for f in found if f.is_file()]
+
+
+def opens_with_front_matter(head: str) -> bool:
+    m = _FRONT.match(head)
+    return m is not None and ("act_code:" in m.group(1) or "zan.gov.kz/client" in m.group(1))
+
+
+def parse_kazlaw(data: bytes, source_file: str) -> Document:
+    """Parse one language's text of an act in the kazakhstan-law layout."""
+    path = Path(source_file)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ExtractError(source_file, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
+    meta, body = _meta_and_body(path, text, source_file)
+    language = _language(path, meta)
+    if (path.parent / META).is_file():
+        other = path.parent / ("kaz.md" if language == "rus" else "rus.md")
+        if not other.is_file():
+            raise ExtractError(source_file, f"the act's folder holds {path.name} only: {other.name} is missing")
+    if _PARTS_HEADING.search(body):
+        body = _with_parts(path, body, language, source_file)
+    body = _ANCHOR.sub("", body)
+    requisites = _requisites(meta, language, path, source_file)
+    lines = body.splitlines()
+    start = next((n + 1 for n, line in enumerate(lines) if line.startswith("# ")), 0)
+    if not requisites.doc_title and start:
+        requisites.doc_title = normalize_space(lines[start - 1][2:])
+    if not requisites.doc_title:
+        raise ExtractError(source_file, "no title: neither the meta nor a '# ' heading names the act")
+    units, tally = build(_lines(lines[start:]))
+    if not units:
+        raise ExtractError(source_file, "the act's text is empty")
+    tally.in_source = count_heading_like(line.lstrip("#") for line in lines)
+    document = Document(requisites=requisites, units=units, source_file=source_file, language=language)
+    document.headings = tally
+    lapse = _LAPSE_CLAUSE.search(_text(meta.get("requisite"), language) or "")
+    if lapse:  # the requisites say what repealed it: an editorial note, as adilet prints one (enrich.lineage)
+        units[0].notes.insert(0, f"Сноска. {_numeric_dates(lapse.group(0)).strip(' .')}.")
+    opening = [n for u in units[:2] for n in u.notes]
+    if requisites.status != "repealed" and any(says_repealed(n) for n in opening):
+        requisites.status = "repealed"
+    caused = meta.get("caused_by")
+    if isinstance(caused, dict) and isinstance(caused.get("requisite"), str):
+        document.notices.append(f"this version was made by: {normalize_space(caused['requisite'])[:400]}")
+    return document
+
+
+def _meta_and_body(path: Path, text: str, source_file: str) -> tuple[dict[str, Any], str]:
+    """The act's facts (``meta.yaml`` beside the file, or the file's own front matter; for an older layout's
+    ``kaz.md``, the ``rus.md`` beside it adds what its own front matter lacks) and the text after them."""
+    own = _FRONT.match(text)
+    body = text[own.end() :] if own else text
+    meta: dict[str, Any] = {}
+    beside = path.parent / META
+    if beside.is_file():
+        meta = _load(beside.read_bytes(), str(beside))
+    elif own:
+        meta = _load(own.group(1).encode("utf-8"), source_file)
+        sibling = path.parent / "rus.md"
+        if "act_code" not in meta and path.name == "kaz.md" and sibling.is_file():
+            found = _FRONT.match(sibling.read_text("utf-8", errors="replace")[:MAX_META_BYTES])
+            if found:
+                meta = {**_load(found.group(1).encode("utf-8"), str(sibling)), **meta}
+    else:
+        raise ExtractError(source_file, f"no {META} beside it and no front matter: not a kazakhstan-law act")
+    return meta, body
+
+
+def _load(raw: bytes, where: str) -> dict[str, Any]:
+    import yaml
+
+    if len(raw) > MAX_META_BYTES:
+        raise ExtractError(where, f"the act's metadata is {len(raw):,} bytes, over {MAX_META_BYTES:,}")
+    try:
+        loaded = yaml.safe_load(raw.decode("utf-8", errors="strict"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ExtractError(where, f"malformed metadata: {str(exc).splitlines()[0][:200]}") from exc
+    if not isinstance(loaded, dict):
+        raise ExtractError(where, "malformed metadata: not a mapping of keys")
+    return loaded
+
+
+def _language(path: Path, meta: dict[str, Any]) -> str:
+    stem = path.stem.removesuffix("_head")
+    for language in LANGUAGES:
+        if stem == language or stem.endswith("_" + language) or path.parent.name == language:
+            return language
+    stated = meta.get("language")
+    return stated if stated in LANGUAGES else "rus"
+
+
+def _text(value: Any, language: str) -> str | None:
+    """A meta value given once or per language."""
+    if isinstance(value, dict):
+        value = value.get(language)
+    return normalize_space(str(value)) if isinstance(value, str | int) and str(value).strip() else None
+
+
+def _requisites(meta: dict[str, Any], language: str, path: Path, source_file: str) -> Requisites:
+    sentence = _text(meta.get("requisite"), language)
+    requisites = parse_requisites(sentence) if sentence else Requisites(jurisdiction="KZ")
+    if sentence is None and "requisite" in meta:
+        raise ExtractError(source_file, "the requisite is not a sentence")
+    if sentence and requisites.date_approved is None and not (requisites.order_number or requisites.law_zrk):
+        raise ExtractError(source_file, f"the requisite states no date and no number: {sentence[:200]!r}")
+    form = meta.get("form")
+    if isinstance(form, str) and form.strip().upper() in _FORMS:
+        requisites.doc_type = _FORMS[form.strip().upper()]
+    requisites.doc_title = _text(meta.get("title"), language)
+    requisites.language = language
+    code = _act_code(meta, path)
+    if code is None:
+        raise ExtractError(source_file, "no act_code: the meta, the source URL and the folder name state none")
+    requisites.portal_id = code
+    if requisites.adilet_id is None:
+        requisites.adilet_id = derived_adilet_id(sentence or "", requisites)
+    source = _text(meta.get("source"), language)
+    requisites.source_url = source
+    if requisites.status is None:  # «… № 10492. Утратил силу приказом …» after the registration clause too
+        requisites.status = "repealed" if sentence and _LAPSED.search(sentence) else "in_force"
+    if requisites.date_approved is None:
+        approved = meta.get("approved_on") or meta.get("approval_date")
+        if isinstance(approved, dt.date):
+            requisites.date_approved = approved
+    return requisites
+
+
+def _act_code(meta: dict[str, Any], path: Path) -> str | None:
+    code = meta.get("act_code")
+    if isinstance(code, str | int) and str(code).strip().isdigit():
+        return str(code).strip()
+    for value in (meta.get("source"),):
+        for text in value.values() if isinstance(value, dict) else [value]:
+            m = _SOURCE_CODE.search(str(text or ""))
+            if m:
+                return m.group(1)
+    m = _FOLDER_CODE.search(path.parent.name if path.parent.name not in LANGUAGES else path.parent.parent.name)
+    return m.group(1) if m else None
+
+
+_WORDED_DATE = re.compile(r"\b(\d{1,2})\s+([а-яё]+)\s+(\d{4})\s+года\b", re.I)
+
+
+def _numeric_dates(clause: str) -> str:
+    """«от 3 апреля 2017 года» → «от 03.04.2017»: the dates of an editorial note as adilet writes them."""
+
+    def numeric(m: re.Match[str]) -> str:
+        date = parse_date(m.group(0))
+        return f"{date:%d.%m.%Y}" if date else m.group(0)
+
+    return _WORDED_DATE.sub(numeric, clause)
+
+
+def derived_adilet_id(sentence: str, requisites: Requisites) -> str | None:
+    """The adilet id of an act registered with the Ministry of Justice: ``V``, the registration's year (two
+    digits) and its number (eight): the form adilet gives every registered departmental act."""
+    number, date = requisites.registration_number, requisites.registration_date
+    if not (number and date and number.isdigit() and len(number) <= 8 and _REGISTERED.search(sentence)):
+        return None
+    return f"V{date.year % 100:02d}{int(number):08d}"
+
+
+def _with_parts(path: Path, body: str, language: str, source_file: str) -> str:
+    """The index's text before «## Части документа», then every part it links, in its order."""
+    head, table = _PARTS_HEADING.split(body, maxsplit=1)
+    links = list(dict.fromkeys(_PART_LINK.findall(table)))[:MAX_PARTS]
+    folder = path.parent.resolve()
+    texts = [head]
+    for link in links:
+        part = (path.parent / link).resolve()
+        if not part.is_relative_to(folder) or part.suffix != ".md":
+            raise ExtractError(source_file, f"part {link[:100]} lies outside the act's folder or is not markdown")
+        if not part.is_file():
+            raise ExtractError(source_file, f"part {link} is named in «Части документа» but missing")
+        texts.append(_ANCHOR.sub("", part.read_text("utf-8", errors="strict")))
+    return "\n\n".join(texts)
