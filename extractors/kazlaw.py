@@ -113,7 +113,7 @@ def parse_kazlaw(data: bytes, source_file: str) -> Document:
         requisites.doc_title = normalize_space(lines[start - 1][2:])
     if not requisites.doc_title:
         raise ExtractError(source_file, "no title: neither the meta nor a '# ' heading names the act")
-    units, tally = build(_lines(lines[start:]))
+    units, tally = build(_lines([_plain(line) for line in lines[start:]]))
     if not units:
         raise ExtractError(source_file, "the act's text is empty")
     tally.in_source = count_heading_like(line.lstrip("#") for line in lines)
@@ -129,6 +129,20 @@ def parse_kazlaw(data: bytes, source_file: str) -> Document:
     if isinstance(caused, dict) and isinstance(caused.get("requisite"), str):
         document.notices.append(f"this version was made by: {normalize_space(caused['requisite'])[:400]}")
     return document
+
+
+_QUOTE = re.compile(r"^\s*>\s?")
+_EMPHASIS = re.compile(r"^\*{1,2}(.*?)\*{1,2}\s*$")
+
+
+def _plain(line: str) -> str:
+    """A markdown line as the act's own text: blockquotes (how notes and approval stamps are rendered) and
+    emphasis marks off, escaped list markers («9\\.») read as written, so «> *Сноска. …*» is the note it is."""
+    text = _QUOTE.sub("", line)
+    emphasised = _EMPHASIS.match(text.strip())
+    if emphasised and not text.lstrip().startswith("#"):
+        text = emphasised.group(1)
+    return text.replace("\\.", ".")
 
 
 def _meta_and_body(path: Path, text: str, source_file: str) -> tuple[dict[str, Any], str]:
