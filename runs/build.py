@@ -18,6 +18,7 @@ order and merging needs no sort at all.
 from __future__ import annotations
 
 import bisect
+import datetime as dt
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,30 @@ def registry_of(
     wanted = [e for e in entries if not only or e.doc_id in only]
     registry, build_rejects = _rows_and_chunks(wanted, documents, run_id, work / "chunks.parquet")
     return Rebuilt(registry, work / "chunks.parquet", rejects + group_rejects + build_rejects, reused, len(documents))
+
+
+def with_repealed(rebuilt: Rebuilt, previous: Published, repealed: dict[str, str], work: Path) -> Rebuilt:
+    """``rebuilt`` with the published acts a git source deleted, as this version's: their rows with status
+    ``repealed`` (``repealed_on`` the deleting commit's date, unless the act already said when), their chunks
+    as they were (merged in chunk id order). Their text is unchanged, so nothing is embedded again; the status
+    reaches the index as a metadata-only update."""
+    kept = [d for d in sorted(repealed) if d not in set(rebuilt.registry.column("doc_id").to_pylist())]
+    if not kept:
+        return rebuilt
+    published = previous.registry_rows()
+    rows = []
+    for doc_id in kept:
+        row = dict(published[doc_id])
+        row["status"] = "repealed"
+        row["repealed_on"] = row.get("repealed_on") or dt.date.fromisoformat(repealed[doc_id])
+        rows.append(row)
+    extra = table_from_rows(rows, REGISTRY_SCHEMA, "registry")
+    registry = pa.concat_tables([rebuilt.registry.cast(REGISTRY_SCHEMA), extra]).sort_by("doc_id")
+    merged = work / "chunks.with-repealed.parquet"
+    old = _carried_rows(previous.folder / "chunks.parquet", set(kept))
+    write_parquet_stream(merge_sorted(_batches(rebuilt.chunks), old), merged, CHUNK_SCHEMA, "chunks")
+    merged.replace(rebuilt.chunks)
+    return Rebuilt(registry, rebuilt.chunks, rebuilt.rejects, rebuilt.reused - set(kept), rebuilt.extracted)
 
 
 def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[Reject]]:

@@ -25,6 +25,7 @@ from enrich.storage import table_from_rows
 from extractors.discover import max_file_bytes, scan
 from extractors.kazlaw import companions
 from runs.errors import RunError
+from runs.gitsource import Changes, GitError, changes, head, repository
 from runs.state import Published
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REJECT_SCHEMA, Reject, reject_table
 
@@ -188,13 +189,95 @@ class Prepared:
     keys: dict[str, str]
     reused: set[str]
     pending: list[Path]
+    commits: dict[str, str] = field(default_factory=dict)  # each git source → the commit read now
+    repealed: dict[str, str] = field(default_factory=dict)  # doc_id → the date its folder was deleted (ISO)
+    notes: list[str] = field(default_factory=list)  # what the run's report should say of its sources
 
 
 def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()) -> Prepared:
-    keys = {str(f): file_key(f) for f in scope.files}
+    """Every file's key (a git source's untouched files keep their recorded keys unread), the documents that
+    can be reused, the files left to read, and the acts a git source deleted (repealed, not dropped)."""
+    git = _git_sources(scope, previous)
+    recorded = previous.manifest.file_keys if previous else {}
+    keys = {str(f): recorded[str(f)] if git.untouched(f, recorded) else file_key(f) for f in scope.files}
     reused = set() if only else _reusable(scope, previous, keys)
     pending = [f for f in scope.files if _needs_reading(f, reused, previous)]
-    return Prepared(keys, reused, pending)
+    repealed = _repealed(scope, previous, git) if not only else {}
+    return Prepared(keys, reused, pending, git.commits, repealed, git.notes)
+
+
+@dataclass
+class _GitSources:
+    """The git sources among a run's roots: what changed in each since the commit the last version read."""
+
+    changes: dict[Path, Changes | None] = field(default_factory=dict)  # root → changes (None: rewritten history)
+    repos: dict[Path, Path] = field(default_factory=dict)  # root → its repository
+    commits: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def root_of(self, path: Path) -> Path | None:
+        return next((r for r in self.repos if path == r or path.is_relative_to(r)), None)
+
+    def untouched(self, path: Path, recorded: dict[str, str]) -> bool:
+        """git says the file did not change since the recorded commit, and its key was recorded."""
+        root = self.root_of(path)
+        found = self.changes.get(root) if root is not None else None
+        return found is not None and str(path) in recorded and found.untouched(path)
+
+
+def _git_sources(scope: Scope, previous: Published | None) -> _GitSources:
+    out = _GitSources()
+    recorded = previous.manifest.source_commits if previous else {}
+    for root in scope.roots:
+        repo = repository(root)
+        if repo is None:
+            continue
+        try:
+            now = head(repo)
+        except GitError as exc:
+            out.notes.append(f"{root}: {exc}; compared by content")
+            continue
+        out.repos[root], out.commits[str(root)] = repo, now.sha
+        since = recorded.get(str(root))
+        if since is None:
+            out.changes[root] = None
+            continue
+        found = changes(repo, since)
+        out.changes[root] = found
+        if found is None:
+            out.notes.append(f"{root}: the commit the last version read ({since[:12]}) is no longer in the history "
+                             f"(a rebuilt, force-pushed upstream): files compared by content")  # fmt: skip
+        else:
+            out.notes.append(f"{root}: {since[:12]}..{now.sha[:12]}: {len(found.changed)} files changed, "
+                             f"{len(found.deleted)} deleted, {len(found.moved)} moved")  # fmt: skip
+    return out
+
+
+def _repealed(scope: Scope, previous: Published | None, git: _GitSources) -> dict[str, str]:
+    """Published acts every source file of which lay in a git source and is gone from it now: deleted
+    folders, which the kazakhstan-law history makes its repeals. The date is the deleting commit's (HEAD's,
+    when the history was rewritten)."""
+    if previous is None or not git.repos:
+        return {}
+    out = {}
+    for doc_id, files in previous.doc_files().items():
+        paths = [Path(f) for f in files]
+        roots = {git.root_of(p) for p in paths}
+        if not paths or None in roots or any(p.exists() for p in paths):
+            continue
+        dates = []
+        for path in paths:
+            root = git.root_of(path)
+            found = git.changes.get(root) if root is not None else None
+            if found is not None and path in found.moved:
+                break  # moved, not deleted: the act is read from its new place
+            commit = found.deleted.get(path) if found is not None else None
+            dates.append(commit.date if commit else head(git.repos[root]).date if root else None)  # type: ignore[index]
+        else:
+            known = [d for d in dates if d is not None]
+            if known:
+                out[doc_id] = max(known).isoformat()
+    return out
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:

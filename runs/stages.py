@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet, write_parquet_atomic
 from runs import lease
-from runs.build import Rebuilt, enrich_version, extract_files, registry_of, write_small_tables
+from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
@@ -110,6 +110,7 @@ def begin(
             scope = plan_scope(list(sources or []), options.only, options.since, previous)
             prepared = prepare(scope, previous, options.only)
         info.scope = scope.kind
+        info.sources, info.repealed = prepared.notes, len(prepared.repealed)
         state = RunState(
             run_id=run_id,
             home=str(home),
@@ -124,6 +125,8 @@ def begin(
             shards=_split([str(f) for f in prepared.pending], shards),
             started=now_iso(),
             info=info.as_dict(),
+            source_commits=prepared.commits,
+            repealed=prepared.repealed,
         )
         return state.save()
     except BaseException as exc:
@@ -260,6 +263,8 @@ def registry(state_path: Path | str) -> Path:
         prepared = Prepared(state.keys, set(state.reused), [])
         rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
                               state.work, state.run_options.only)  # fmt: skip
+        if state.repealed and previous is not None:  # acts a git source deleted: kept, repealed on that date
+            rebuilt = with_repealed(rebuilt, previous, state.repealed, state.work)
         write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
         write_parquet_atomic(reject_table(rebuilt.rejects), state.work / "rejects.parquet", REJECT_SCHEMA, "rejects")
     state.reused = sorted(rebuilt.reused)
@@ -334,8 +339,10 @@ def publish(state_path: Path | str) -> RunInfo:
             # user asked for them: a --force-reembed run publishes the same version with new vectors
             info.version, info.status = state.previous, _same_tables_status(writes, options.force_reembed)
             manifest = Manifest(**json.loads((folder / "manifest.json").read_text("utf-8")))
-            if manifest.file_keys != state.file_keys:  # same content read by new code: don't re-read it again
-                manifest.file_keys = state.file_keys
+            if manifest.file_keys != state.file_keys or (state.source_commits and
+                                                         manifest.source_commits != state.source_commits):  # fmt: skip
+                # same content read by new code, or a git source moved on with nothing to change: recorded
+                manifest.file_keys, manifest.source_commits = state.file_keys, state.source_commits or {}
                 write_manifest(folder, manifest)
         else:
             folder = state.tables_folder()
@@ -350,6 +357,7 @@ def publish(state_path: Path | str) -> RunInfo:
                 sources=state.scope["roots"],
                 parent=state.previous,
                 file_keys=state.file_keys,
+                source_commits=state.source_commits,
             )
             folder = seal(home, staging_dir(home, state.run_id), manifest)
             set_current(home, manifest.version)

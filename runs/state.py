@@ -108,6 +108,8 @@ class RunInfo:
     embedder: str = ""
     error: str | None = None
     repairs: list[str] = field(default_factory=list)  # what the run found broken and fixed (a damaged index)
+    repealed: int = 0  # acts a git source deleted since the last version: kept, marked repealed
+    sources: list[str] = field(default_factory=list)  # what the run says of its git sources (commits, rewrites)
     seconds: dict[str, float] = field(default_factory=dict)
     outputs: dict[str, str] = field(default_factory=dict)
 
@@ -214,6 +216,8 @@ class RunState:
     file_keys: dict[str, str] = field(default_factory=dict)
     target: str | None = None  # a rollback: the kept version to republish (its tables are the run's)
     embedding: list[str] = field(default_factory=list)  # the embed stage's shards (``state#n``), once planned
+    source_commits: dict[str, str] = field(default_factory=dict)  # each git source → the commit this run reads
+    repealed: dict[str, str] = field(default_factory=dict)  # acts deleted from a git source → when (ISO date)
     to_embed: int = 0  # the texts they hold
     info: dict[str, Any] = field(default_factory=dict)
 

@@ -45,6 +45,7 @@ class Manifest:
     parent: str | None = None
     file_keys: dict[str, str] = field(default_factory=dict)  # source file → content hash : code fingerprint
     embedder_spec: str | None = None  # how to make the embedder again (``e5``, ``openai:…``); None before 0.2
+    source_commits: dict[str, str] = field(default_factory=dict)  # a git source → the commit the version read
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -1,0 +1,97 @@
+"""Re-extract by commit (issue 44, part 2): a git clone of a kazakhstan-law scope, with real acts and commits
+made here (no network): an amending commit re-embeds only that act's changed chunks; a deleting commit keeps
+the act, repealed on that commit's date; a rewritten (force-pushed) history is compared by content and
+re-embeds nothing."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from enrich.query import connect
+from runs.pipeline import run
+from schemas.published import published_dir, read_manifest
+from tests.conftest import corpus_file
+
+MINISTERIAL = "kazlaw/ministerial/07-ministerial/103003000000-qriim"
+ACCIDENTS = f"{MINISTERIAL}/2015/0123-ob-utverzhdenii-pravil-rassledovaniia-avarii-bedstvii-katastrof-86979"
+RESCUERS = f"{MINISTERIAL}/2018/0711-ob-utverzhdenii-pravil-attestatsii-i-pereattestatsii-spasatelei-123851"
+
+
+def git(repo: Path, *args: str, when: str = "2026-01-15T10:00:00") -> str:
+    env = {**os.environ, "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when, "GIT_AUTHOR_NAME": "zan",
+           "GIT_AUTHOR_EMAIL": "zan@example.org", "GIT_COMMITTER_NAME": "zan", "GIT_COMMITTER_EMAIL": "zan@example.org"}  # fmt: skip
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, env=env, check=True)
+    return done.stdout.strip()
+
+
+@pytest.fixture
+def scope(tmp_path: Path) -> Path:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "ministerial"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    for act in (ACCIDENTS, RESCUERS):
+        shutil.copytree(corpus_file(act), repo / act.split("/", 2)[2])
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "two acts")
+    return repo
+
+
+def _registry(home: Path) -> dict[str, tuple[object, ...]]:
+    with connect(home) as con:
+        rows = con.sql("SELECT doc_id, status, repealed_on FROM registry").fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    first = run([scope], home)
+    assert first.documents == 2 and first.rejected == 0
+    head = git(scope, "rev-parse", "HEAD")
+    assert read_manifest(published_dir(home)).source_commits == {str(scope.resolve()): head}  # type: ignore[arg-type]
+
+    # an amending commit: one пункт of the accident rules reworded
+    rules = scope / ACCIDENTS.split("/", 2)[2] / "rus.md"
+    text = rules.read_text("utf-8")
+    assert "в течение десяти рабочих дней со дня окончания расследования" in text
+    rules.write_text(text.replace("в течение десяти рабочих дней со дня окончания расследования",
+                                  "в течение пяти рабочих дней со дня окончания расследования"), "utf-8")  # fmt: skip
+    git(scope, "commit", "-q", "-am", "amend order 46", when="2026-02-01T10:00:00")
+    amended = run([scope], home)
+    assert amended.status == "published" and amended.text_changed >= 1 and amended.added == 0
+    assert 1 <= amended.embedded <= 3  # the changed chunk(s) only
+    assert any("1 files changed, 0 deleted" in s for s in amended.sources), amended.sources
+    with connect(home) as con:
+        assert con.sql(
+            "SELECT count(*) FROM chunks WHERE text LIKE '%пяти рабочих дней со дня окончания%'"
+        ).fetchall() == [(1,)]
+
+    # a deleting commit: the rescuers' attestation rules are repealed on its date, not dropped
+    shutil.rmtree(scope / RESCUERS.split("/", 2)[2])
+    git(scope, "add", "-A")
+    git(scope, "commit", "-q", "-m", "repeal order 507", when="2026-03-01T09:00:00")
+    deleted = run([scope], home)
+    assert deleted.repealed == 1 and deleted.deleted == 0 and deleted.embedded == 0
+    assert deleted.metadata_changed >= 1 and deleted.text_changed == 0
+    registry = _registry(home)
+    assert registry["v1800017233"] == ("repealed", dt.date(2026, 3, 1))
+    assert registry["v1500010325"][0] == "in_force"
+
+    # the upstream is rebuilt and force-pushed: the same tree under a new commit, the recorded one gone
+    tree = git(scope, "rev-parse", "HEAD^{tree}")
+    rebuilt = git(scope, "commit-tree", tree, "-m", "rebuilt", when="2026-03-02T09:00:00")
+    git(scope, "reset", "-q", "--hard", rebuilt)
+    git(scope, "reflog", "expire", "--expire=now", "--all")
+    git(scope, "gc", "-q", "--prune=now")
+    again = run([scope], home)
+    assert again.embedded == 0 and again.deleted == 0 and again.text_changed == 0
+    assert any("no longer in the history" in s for s in again.sources), again.sources
+    assert _registry(home)["v1800017233"][0] == "repealed"
+    assert read_manifest(published_dir(home)).source_commits[str(scope.resolve())] == rebuilt  # type: ignore[arg-type]
