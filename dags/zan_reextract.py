@@ -12,14 +12,15 @@ if str(Path(__file__).parent) not in sys.path:  # the shared task module beside 
     sys.path.insert(0, str(Path(__file__).parent))
 
 from airflow.sdk import dag
-from zan_tasks import DEFAULT_ARGS, fetch, wire  # noqa: E402
+from zan_tasks import DEFAULT_ARGS, fetch, git_scopes, update_scope, wire  # noqa: E402
 
 SCHEDULE = os.environ.get("ZAN_SCHEDULE", "@weekly")
 
 DOC = """
 ### zan re-extract
 Weekly (``ZAN_SCHEDULE`` overrides, e.g. ``@daily``; ``none``: only triggered runs): fetch configured adilet
-acts into the landing zone, then re-extract every source, enrich and index **only what changed**, validate,
+acts into the landing zone and bring each kazakhstan-law scope's clone up to its remote (``ZAN_GIT_SCOPES``,
+one mapped task a scope), then re-extract every source, enrich and index **only what changed**, validate,
 and publish a new version of the registry and the Chroma index atomically. Emits the `zan_registry` and
 `zan_index` assets.
 A failed run leaves the previous version published; its report (``ZAN_HOME/runs/``) says why.
@@ -37,7 +38,7 @@ A failed run leaves the previous version published; its report (``ZAN_HOME/runs/
     doc_md=DOC,
 )
 def zan_reextract() -> None:
-    wire(fetch())
+    wire(fetch(), update_scope.expand(scope=git_scopes()))
 
 
 zan_reextract()

@@ -11,7 +11,10 @@ Settings (environment of the workers; defaults fit the docker-compose deployment
 may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZAN_ADILET_URL`` site root ·
 ``ZAN_CHROMA_URL`` Chroma server (else embedded under ZAN_HOME) ·
 ``ZAN_EMBEDDER`` ``e5`` (default: multilingual-e5-small in-process), ``hash``, ``st:/models/x`` or
-``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS).
+``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS) ·
+``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path``
+(``ministerial=https://github.com/kazakhstan-law/ministerial.git@/opt/zan/scopes/ministerial``); a scope's
+credentials, if any, come from the Airflow connection ``zan_git_<name>`` (its password: a token for https).
 """
 
 from __future__ import annotations
@@ -72,16 +75,52 @@ def fetch() -> dict[str, Any]:
     return summary.as_dict()
 
 
+def git_scopes() -> list[str]:
+    """The configured kazakhstan-law scopes, ``name=remote@path`` each (read from the environment: no network,
+    no database at parse time)."""
+    return [s.strip() for s in setting("ZAN_GIT_SCOPES").split(";") if s.strip()]
+
+
+def _scope_parts(scope: str) -> tuple[str, str, Path]:
+    name, _, rest = scope.partition("=")
+    remote, _, path = rest.rpartition("@")
+    if not (name and remote and path):
+        raise AirflowFailException(f"ZAN_GIT_SCOPES entry {scope[:120]!r} is not name=remote@path")
+    return name.strip(), remote.strip(), Path(path.strip())
+
+
+@task(trigger_rule="none_failed")
+def update_scope(scope: str) -> dict[str, Any]:
+    """git fetch + fast-forward one scope's clone (cloned when missing; reset when the upstream was rebuilt)."""
+    from urllib.parse import quote, urlsplit, urlunsplit
+
+    from runs.gitsource import update
+
+    name, remote, path = _scope_parts(scope)
+    try:
+        from airflow.sdk import BaseHook
+
+        connection = BaseHook.get_connection(f"zan_git_{name}")
+    except Exception:  # no such connection: a public remote, or a local one
+        connection = None
+    if connection is not None and connection.password and remote.startswith("https://"):
+        parts = urlsplit(remote)
+        user = quote(connection.login or "x-access-token", safe="")
+        remote = urlunsplit(parts._replace(netloc=f"{user}:{quote(connection.password, safe='')}@{parts.hostname}"))
+    return terminal(update, remote, path).as_dict()
+
+
 def sources(extra: list[str] | None = None) -> list[Path]:
     folders = [Path(p) for p in setting("ZAN_SOURCES").split(os.pathsep) if p]
+    folders += [_scope_parts(s)[2] for s in git_scopes()]
     landing = setting("ZAN_LANDING")
     if landing and (Path(landing) / "adilet").is_dir():
         folders.append(Path(landing) / "adilet")
     return folders + [Path(p) for p in extra or []]
 
 
-@task
-def plan(fetched: dict[str, Any] | None = None) -> list[str]:
+@task(trigger_rule="none_failed")
+def plan(fetched: dict[str, Any] | None = None, updated: list[dict[str, Any]] | None = None) -> list[str]:
     """Take the lease and plan the run (scope, files to read, shards); returns one ``state#shard`` reference
     per shard (at least one). Params, when the DAG has them, scope the run."""
     from runs import stages
@@ -201,11 +240,11 @@ def finish(shard_refs: list[str]) -> dict[str, Any]:
     return stages.finish(_state_of(shard_refs[0])).as_dict()
 
 
-def wire(fetched: Any = None) -> None:
+def wire(fetched: Any = None, updated: Any = None) -> None:
     """plan → extract (mapped over shards) → registry → enrich → plan_embed → embed (mapped over shards) →
     index → validate → publish → report; the finish teardown last."""
     # TaskFlow calls take and return XComArgs at parse time, which the tasks' own signatures do not say
-    planned: Any = plan(fetched)
+    planned: Any = plan(fetched, updated)
     shards: Any = extract.expand(shard_ref=planned)
     merged: Any = registry(shards)
     state: Any = enrich(merged)

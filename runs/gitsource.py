@@ -135,3 +135,37 @@ def _deleting_commits(repo: Path, since: str, out: Changes) -> None:
             if path in out.deleted and path not in seen:  # newest first: the first seen is the last deletion
                 out.deleted[path] = commit
                 seen.add(path)
+
+
+@dataclass(frozen=True)
+class Updated:
+    """What updating a scope's clone did."""
+
+    path: Path
+    before: str | None  # the commit the clone was at (None: cloned now)
+    after: Commit
+    rewritten: bool  # the upstream's history was rebuilt: the clone was reset to it, not fast-forwarded
+
+    def as_dict(self) -> dict[str, object]:
+        return {"path": str(self.path), "before": self.before, "after": self.after.sha,
+                "date": self.after.date.isoformat(), "rewritten": self.rewritten}  # fmt: skip
+
+
+def update(remote: str, path: Path, branch: str = "main") -> Updated:
+    """Bring the clone of a scope at ``path`` up to ``remote``'s ``branch``: clone it when missing, else fetch
+    and fast-forward; when the upstream was rebuilt and force-pushed (no fast-forward exists), reset the clone
+    to it (a clone zan reads, never edits). ``remote`` is a URL git understands (``https://…``, ``file://…``);
+    a token, if any, travels in it, never in the logs (errors name the path, not the URL)."""
+    if not (path / ".git").exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _git(path.parent, "clone", "--quiet", "--branch", branch, "--single-branch", remote, str(path))
+        return Updated(path, None, head(path), False)
+    before = head(path).sha
+    _git(path, "fetch", "--quiet", remote, f"+refs/heads/{branch}:refs/remotes/upstream/{branch}")
+    try:
+        _git(path, "merge", "--ff-only", "--quiet", f"upstream/{branch}")
+        rewritten = False
+    except GitError:
+        _git(path, "reset", "--quiet", "--hard", f"upstream/{branch}")
+        rewritten = True
+    return Updated(path, before, head(path), rewritten)

@@ -16,8 +16,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
+from enrich.query import connect
 from schemas.published import current_version, published_file
-from tests.conftest import ROOT, SAMPLE, chroma_server
+from tests.conftest import ROOT, SAMPLE, chroma_server, corpus_file
 from vectors.index import COLLECTION, open_client
 
 pytestmark = pytest.mark.airflow  # every test here runs Airflow (left out of make test-fast)
@@ -80,12 +81,14 @@ def _edges(dag: Any) -> set[tuple[str, str]]:
 
 def test_structure_of_both_dags(dagbag: Any) -> None:
     reextract, backfill = dagbag.get_dag("zan_reextract"), dagbag.get_dag("zan_backfill")
-    assert [t.task_id for t in reextract.topological_sort()] == ["fetch", *STAGES]
+    assert [t.task_id for t in reextract.topological_sort()] in (["fetch", "update_scope", *STAGES],
+                                                                 ["update_scope", "fetch", *STAGES])  # fmt: skip
     assert [t.task_id for t in backfill.topological_sort()] == STAGES
     chain = set(zip(STAGES, STAGES[1:], strict=False))
     data = {("plan", "finish")} | {("enrich", t) for t in ("index", "validate", "publish", "report")}  # state path
     assert _edges(backfill) == chain | data
-    assert _edges(reextract) == chain | data | {("fetch", "plan")}
+    assert _edges(reextract) == chain | data | {("fetch", "plan"), ("update_scope", "plan")}
+    assert reextract.get_task("update_scope").is_mapped
     assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
     assert reextract.get_task("embed").is_mapped
     assert {a.name for a in reextract.get_task("publish").outlets} == {"zan_registry", "zan_index"}
@@ -207,3 +210,54 @@ def test_airflow_dags_test_cli_as_the_readme_says(tmp_path: Path) -> None:
         done = subprocess.run([str(airflow), *args], capture_output=True, text=True, env=env, timeout=600)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     assert current_version(tmp_path / "zan") == "v000001"
+
+
+def test_the_scope_update_task_follows_a_local_bare_repository(
+    metadata_db: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kazakhstan-law scope as the scheduled run meets it: a bare repository (file://) with real acts and real
+    commits made here; the mapped update task clones it, then fast-forwards to a new commit, and each run reads
+    the clone."""
+    import shutil as sh
+
+    from airflow.dag_processing.dagbag import DagBag
+
+    from tests.test_kazlaw_git import ACCIDENTS, RESCUERS, git
+
+    if sh.which("git") is None:
+        pytest.skip("git is not installed")
+    work, bare, clone, home = (
+        tmp_path / "work",
+        tmp_path / "ministerial.git",
+        tmp_path / "scopes" / "ministerial",
+        tmp_path / "zan",
+    )
+    work.mkdir()
+    git(work, "init", "-q", "-b", "main")
+    for act in (ACCIDENTS, RESCUERS):
+        sh.copytree(corpus_file(act), work / act.split("/", 2)[2])
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "two acts")
+    git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
+    monkeypatch.setenv("ZAN_HOME", str(home))
+    monkeypatch.setenv("ZAN_SOURCES", "")
+    monkeypatch.setenv("ZAN_EMBEDDER", "hash")
+    monkeypatch.setenv("ZAN_SHARDS", "1")
+    monkeypatch.delenv("ZAN_CHROMA_URL", raising=False)
+    monkeypatch.delenv("ZAN_LANDING", raising=False)
+    monkeypatch.setenv("ZAN_GIT_SCOPES", f"ministerial=file://{bare}@{clone}")
+    first = DagBag(dag_folder=str(DAGS)).get_dag("zan_reextract").test()
+    assert first.state == "success" and (clone / ".git").is_dir()
+    updates = [t for t in first.get_task_instances() if t.task_id == "update_scope"]
+    assert len(updates) == 1 and updates[0].state == "success"
+    with connect(home) as con:
+        assert sorted(r[0] for r in con.sql("SELECT doc_id FROM registry").fetchall()) == ["v1500010325", "v1800017233"]
+    sh.rmtree(work / RESCUERS.split("/", 2)[2])
+    git(work, "add", "-A")
+    git(work, "commit", "-q", "-m", "repeal order 507", when="2026-03-01T09:00:00")
+    git(work, "push", "-q", str(bare), "main")
+    second = DagBag(dag_folder=str(DAGS)).get_dag("zan_reextract").test()
+    assert second.state == "success" and not (clone / RESCUERS.split("/", 2)[2]).exists()
+    with connect(home) as con:
+        rows = dict(con.sql("SELECT doc_id, status FROM registry").fetchall())
+    assert rows == {"v1500010325": "in_force", "v1800017233": "repealed"}
