@@ -29,6 +29,7 @@ app.command("sql")(query.sql_command)
 app.command("lookup")(lookup.lookup_command)
 app.command("eval")(lookup.eval_command)
 app.command("tune")(lookup.tune_command)
+app.command("history")(lookup.history_command)
 app.command("audit")(query.audit_command)
 app.command("serve")(serve.serve_command)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -21,17 +22,21 @@ def lookup_command(
     max_candidates: Annotated[
         int, typer.Option("--max-candidates", min=0, help="Documents listed for an article named with no document.")
     ] = 5,
+    as_of: Annotated[
+        str | None, typer.Option("--as-of", help="The text in force on this date, YYYY-MM-DD (acts read from git).")
+    ] = None,
 ) -> None:
     """Resolve the identifiers in QUERY through the registry, fetch only their chunks, and print the hint.
 
-    Example: `zan lookup --json "ст. 182 ТК РК" --home ./data`
+    Example: `zan lookup --json "ст. 182 ТК РК" --home ./data`; `zan lookup "приказ МВД № 46" --as-of 2025-01-01`
     """
     from lookup.gate import use_gates
     from lookup.route import Lookup
 
     use_gates(False)  # one question: the grammar's gates would cost more to build than they save
     with failing("lookup"):
-        result = Lookup.open(home, chroma_url, embedder, max_candidates).route(query, k_per_doc=k_per_doc)
+        date = _date(as_of)
+        result = Lookup.open(home, chroma_url, embedder, max_candidates).route(query, k_per_doc=k_per_doc, as_of=date)
     if as_json:
         print_json(result.as_dict())
         return
@@ -39,6 +44,53 @@ def lookup_command(
     for chunk in result.chunks:
         preview = " ".join(chunk.text.split())[:100]
         sys.stdout.write(f"  {chunk.score:6.3f}  {chunk.chunk_id:<32} {preview}\n")
+
+
+def _date(text: str | None) -> dt.date | None:
+    if text is None:
+        return None
+    try:
+        return dt.date.fromisoformat(text.strip())
+    except ValueError:
+        raise typer.BadParameter(f"{text[:40]!r} is not a date: use YYYY-MM-DD", param_hint="--as-of") from None
+
+
+def history_command(
+    query: Annotated[str, typer.Argument(help="A question that names one act: «приказ МВД № 46», «V1500010325».")],
+    home: HomeOption = Path("data"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """List an act's versions (from the git history a run read), and for each the parts it changed with a
+    word diff.
+
+    Example: `zan history "приказ МВД № 46" --home ./data`
+    """
+    from lookup.history import history_of
+    from lookup.version import Snapshot
+    from schemas.published import check_home
+
+    with failing("history"):
+        from lookup.grammar import parse
+
+        snap = Snapshot.open(check_home(home, writable=False))
+        matches = [m for m in snap.registry.resolve(parse(query)) if m.status == "exact"]
+        doc_ids = list(dict.fromkeys(d for m in matches for d in m.doc_ids))
+        history = history_of(snap)
+        found = {d: [v.as_dict() for v in history.versions(d)] if history else [] for d in doc_ids}
+    if as_json:
+        print_json({"query": query, "version": snap.version, "documents": found})
+        return
+    if not doc_ids:
+        sys.stdout.write("no act of the registry is named exactly by this question\n")
+    for doc_id, versions in found.items():
+        sys.stdout.write(
+            f"{doc_id}: {len(versions)} versions" + ("" if versions else " (no history: not read from git)") + "\n"
+        )
+        for v in versions:
+            sys.stdout.write(f"  {v['version_date']}  {v['commit'][:12]}  {len(v['changed'])} parts\n")
+            for c in v["changed"][:20]:
+                what = c.get("unit") or c.get("event")
+                sys.stdout.write(f"    {what}: {(c.get('diff') or c.get('event') or '')[:160]}\n")
 
 
 def eval_command(

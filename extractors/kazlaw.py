@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from pathlib import Path
+from collections.abc import Callable
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from extractors.markdown import _lines
@@ -90,21 +91,44 @@ def opens_with_front_matter(head: str) -> bool:
     return m is not None and ("act_code:" in m.group(1) or "zan.gov.kz/client" in m.group(1))
 
 
+Reader = Callable[[str], bytes | None]  # a file of the act's folder by its name there (None: not there)
+
+
+def folder_reader(folder: Path) -> Reader:
+    """The act's folder on disk; a name that would leave it reads as missing."""
+    root = folder.resolve()
+
+    def read(name: str) -> bytes | None:
+        target = (folder / name).resolve()
+        if not target.is_relative_to(root) or not target.is_file():
+            return None
+        return target.read_bytes()
+
+    return read
+
+
 def parse_kazlaw(data: bytes, source_file: str) -> Document:
-    """Parse one language's text of an act in the kazakhstan-law layout."""
+    """Parse one language's text of an act in the kazakhstan-law layout (its folder on disk)."""
     path = Path(source_file)
+    return parse_act(data, source_file, path.name, path.parent.name, folder_reader(path.parent))
+
+
+def parse_act(data: bytes, source_file: str, name: str, folder_name: str, read: Reader) -> Document:
+    """Parse one language's text of an act whose folder's other files ``read`` gives (on disk, or as a past
+    commit had them: :mod:`runs.history`)."""
+    path = Path(folder_name) / name
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ExtractError(source_file, f"not UTF-8 text: {exc.reason} at byte {exc.start}") from exc
-    meta, body = _meta_and_body(path, text, source_file)
+    meta, body = _meta_and_body(name, text, source_file, read)
     language = _language(path, meta)
-    if (path.parent / META).is_file():
-        other = path.parent / ("kaz.md" if language == "rus" else "rus.md")
-        if not other.is_file():
-            raise ExtractError(source_file, f"the act's folder holds {path.name} only: {other.name} is missing")
+    if read(META) is not None:
+        other = "kaz.md" if language == "rus" else "rus.md"
+        if read(other) is None:
+            raise ExtractError(source_file, f"the act's folder holds {name} only: {other} is missing")
     if _PARTS_HEADING.search(body):
-        body = _with_parts(path, body, language, source_file)
+        body = _with_parts(body, source_file, read)
     body = _ANCHOR.sub("", body)
     requisites = _requisites(meta, language, path, source_file)
     lines = body.splitlines()
@@ -145,22 +169,22 @@ def _plain(line: str) -> str:
     return text.replace("\\.", ".")
 
 
-def _meta_and_body(path: Path, text: str, source_file: str) -> tuple[dict[str, Any], str]:
+def _meta_and_body(name: str, text: str, source_file: str, read: Reader) -> tuple[dict[str, Any], str]:
     """The act's facts (``meta.yaml`` beside the file, or the file's own front matter; for an older layout's
     ``kaz.md``, the ``rus.md`` beside it adds what its own front matter lacks) and the text after them."""
     own = _FRONT.match(text)
     body = text[own.end() :] if own else text
     meta: dict[str, Any] = {}
-    beside = path.parent / META
-    if beside.is_file():
-        meta = _load(beside.read_bytes(), str(beside))
+    beside = read(META)
+    if beside is not None:
+        meta = _load(beside, f"{source_file} ({META})")
     elif own:
         meta = _load(own.group(1).encode("utf-8"), source_file)
-        sibling = path.parent / "rus.md"
-        if "act_code" not in meta and path.name == "kaz.md" and sibling.is_file():
-            found = _FRONT.match(sibling.read_text("utf-8", errors="replace")[:MAX_META_BYTES])
+        sibling = read("rus.md") if name == "kaz.md" and "act_code" not in meta else None
+        if sibling is not None:
+            found = _FRONT.match(sibling[:MAX_META_BYTES].decode("utf-8", errors="replace"))
             if found:
-                meta = {**_load(found.group(1).encode("utf-8"), str(sibling)), **meta}
+                meta = {**_load(found.group(1).encode("utf-8"), f"{source_file} (rus.md)"), **meta}
     else:
         raise ExtractError(source_file, f"no {META} beside it and no front matter: not a kazakhstan-law act")
     return meta, body
@@ -260,17 +284,18 @@ def derived_adilet_id(sentence: str, requisites: Requisites) -> str | None:
     return f"V{date.year % 100:02d}{int(number):08d}"
 
 
-def _with_parts(path: Path, body: str, language: str, source_file: str) -> str:
-    """The index's text before «## Части документа», then every part it links, in its order."""
+def _with_parts(body: str, source_file: str, read: Reader) -> str:
+    """The index's text before «## Части документа», then every part it links, in its order; a link that
+    leaves the act's folder or names no markdown file is refused, a part not there is missing."""
     head, table = _PARTS_HEADING.split(body, maxsplit=1)
     links = list(dict.fromkeys(_PART_LINK.findall(table)))[:MAX_PARTS]
-    folder = path.parent.resolve()
     texts = [head]
     for link in links:
-        part = (path.parent / link).resolve()
-        if not part.is_relative_to(folder) or part.suffix != ".md":
+        parts = PurePosixPath(link).parts
+        if not link.endswith(".md") or link.startswith("/") or ".." in parts or "\\" in link:
             raise ExtractError(source_file, f"part {link[:100]} lies outside the act's folder or is not markdown")
-        if not part.is_file():
+        found = read(link)
+        if found is None:
             raise ExtractError(source_file, f"part {link} is named in «Части документа» but missing")
-        texts.append(_ANCHOR.sub("", part.read_text("utf-8", errors="strict")))
+        texts.append(_ANCHOR.sub("", found.decode("utf-8", errors="strict")))
     return "\n\n".join(texts)

@@ -56,6 +56,8 @@ class DocInfo:
     repealed_on: dt.date | None = None
     replaced_by: str | None = None
     languages: frozenset[str] = frozenset()  # the languages the document is published in
+    portal_id: str | None = None  # its zan.gov.kz id, when a source named it
+    source_url: str | None = None
 
     @property
     def ref(self) -> str:
@@ -310,6 +312,8 @@ def _doc_info(row: dict[str, Any]) -> DocInfo:
         repealed_on=row.get("repealed_on"),
         replaced_by=row.get("replaced_by"),
         languages=frozenset(row.get("languages") or ([row["language"]] if row.get("language") else [])),
+        portal_id=row.get("portal_id"),
+        source_url=row.get("source_url"),
     )
 
 

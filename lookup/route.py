@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import atexit
 import dataclasses
+import datetime as dt
 import os
 import re
 import shutil
@@ -27,6 +28,7 @@ from lookup.errors import LookupProblem
 from lookup.fusion import question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
+from lookup.history import past_texts
 from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
 from lookup.plain import DEPTH, Evidence, RankParams, gather, rank
@@ -54,6 +56,8 @@ class RouteResult:
     changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # an amending act → what it changed
     version: str | None = None  # the published version every part of the answer comes from
     expanded: list[dict[str, str]] = field(default_factory=list)  # words added to a plain-words question, and why
+    as_of: str | None = None  # the date the text in force was asked for (``--as-of``)
+    editions: list[dict[str, Any]] = field(default_factory=list)  # per named act: the version answered from
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -67,6 +71,8 @@ class RouteResult:
             "changed": self.changed,
             "version": self.version,
             "expanded": self.expanded,
+            "as_of": self.as_of,
+            "editions": self.editions,
         }
 
 
@@ -252,13 +258,21 @@ class Lookup:
         return [row_chunk(row, text, score, "lexical", lexical=score)
                 for row, text, (_, score) in zip(rows.to_pylist(), texts, found, strict=True)]  # fmt: skip
 
-    def route(self, query: str, k_per_doc: int = 5, k: int = 10, snapshot: Snapshot | None = None) -> RouteResult:
+    def route(self, query: str, k_per_doc: int = 5, k: int = 10, snapshot: Snapshot | None = None,
+              as_of: dt.date | None = None) -> RouteResult:  # fmt: skip
         """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first), all from the
-        version published when it was asked (or from ``snapshot``); the answer names that version."""
+        version published when it was asked (or from ``snapshot``); the answer names that version. With
+        ``as_of``, the acts the question names answer with their text in force on that date, where the
+        version holds their history (:func:`lookup.history`)."""
         query = clean_query(query)
         snap = snapshot or self.snapshot()
         try:
-            return self._route(snap, query, k_per_doc, k)
+            result = self._route(snap, query, k_per_doc, k)
+            if as_of is None or not result.matches:
+                return result
+            chunks, editions, notes = past_texts(snap, fetch_plan(result.matches), result.chunks, as_of, k_per_doc)
+            return dataclasses.replace(result, chunks=chunks, editions=editions, as_of=as_of.isoformat(),
+                                       hint="\n".join([result.hint, *notes]))  # fmt: skip
         except FileNotFoundError:  # the version was pruned under a long question: answer from the current one
             if snapshot is not None:
                 self.refresh()

@@ -37,11 +37,13 @@ import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet, write_parquet_atomic
 from runs import lease
+from runs.act_history import HISTORY, build_history
 from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError, ShrinkRefused
+from runs.gitsource import knows, repository
 from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
@@ -293,7 +295,10 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
         out = state.work / "version"
         built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys, out)
         rejects_table = carry_rejects(previous, built, scope)
+        history = _history(state, previous, scope, out)
         state.same = previous is not None and same_tables(previous, built.registry, built.enriched, rejects_table)
+        if history and previous is not None and not (previous.folder / HISTORY).exists():
+            state.same = False  # the first history of a git source is a new version, even with the same tables
         state.rebuilt = sorted(built.rebuilt)
         state.file_keys = _live_keys(built.file_keys, built.registry, rejects_table)
         info.documents, info.chunks = built.registry.num_rows, pq.ParquetFile(built.enriched).metadata.num_rows
@@ -313,7 +318,21 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
 
 
 VERSION_TABLES = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet",
-                  "lineage.parquet")  # fmt: skip
+                  "lineage.parquet", HISTORY)  # fmt: skip
+
+
+def _history(state: RunState, previous: Published | None, scope: Scope, out: Path) -> int:
+    """The version's history of acts read from git (:mod:`runs.act_history`), written to ``out``; the number
+    of rows (0, and an empty table, when no source is a git clone)."""
+    recorded = previous.manifest.source_commits if previous else {}
+    sources = {}
+    for root in scope.roots:
+        repo = repository(root)
+        if repo is not None:
+            since = recorded.get(str(root))
+            sources[root] = (repo, since if since and knows(repo, since) else None)
+    carried = previous.folder / HISTORY if previous is not None else None
+    return build_history(sources, carried, out / HISTORY)
 
 
 # --- publish --------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from enrich.query import connect
+from lookup.route import Lookup
 from runs.pipeline import run
 from schemas.published import published_dir, read_manifest
 from tests.conftest import corpus_file
@@ -57,17 +58,21 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     head = git(scope, "rev-parse", "HEAD")
     assert read_manifest(published_dir(home)).source_commits == {str(scope.resolve()): head}  # type: ignore[arg-type]
 
-    # an amending commit: one пункт of the accident rules reworded
-    rules = scope / ACCIDENTS.split("/", 2)[2] / "rus.md"
+    # an amending commit: one пункт of the accident rules reworded, the version dated as the portal dates it
+    act = scope / ACCIDENTS.split("/", 2)[2]
+    rules = act / "rus.md"
     text = rules.read_text("utf-8")
     assert "в течение десяти рабочих дней со дня окончания расследования" in text
     rules.write_text(text.replace("в течение десяти рабочих дней со дня окончания расследования",
                                   "в течение пяти рабочих дней со дня окончания расследования"), "utf-8")  # fmt: skip
+    meta = (act / "meta.yaml").read_text("utf-8")
+    assert "rus: 2025-08-27" in meta
+    (act / "meta.yaml").write_text(meta.replace("rus: 2025-08-27", "rus: 2026-02-01"), "utf-8")
     git(scope, "commit", "-q", "-am", "amend order 46", when="2026-02-01T10:00:00")
     amended = run([scope], home)
     assert amended.status == "published" and amended.text_changed >= 1 and amended.added == 0
     assert 1 <= amended.embedded <= 3  # the changed chunk(s) only
-    assert any("1 files changed, 0 deleted" in s for s in amended.sources), amended.sources
+    assert any("2 files changed, 0 deleted" in s for s in amended.sources), amended.sources  # rus.md, meta.yaml
     with connect(home) as con:
         assert con.sql(
             "SELECT count(*) FROM chunks WHERE text LIKE '%пяти рабочих дней со дня окончания%'"
@@ -95,3 +100,9 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     assert any("no longer in the history" in s for s in again.sources), again.sources
     assert _registry(home)["v1800017233"][0] == "repealed"
     assert read_manifest(published_dir(home)).source_commits[str(scope.resolve())] == rebuilt  # type: ignore[arg-type]
+    replayed = Lookup.open(home)
+    from lookup.history import history_of
+
+    assert len(history_of(replayed.snapshot()).versions("v1500010325")) == 2  # type: ignore[union-attr]  # not twice
+    gone = replayed.route("приказ МВД № 507", as_of=dt.date(2026, 6, 1))
+    assert "утратил силу" in gone.hint

@@ -1,0 +1,234 @@
+"""Every version of every part of every act read from git: a version's ``history.parquet``.
+
+The kazakhstan-law repositories hold one commit per version of an act. A run walks the commits of each git
+source since the one the last version read (all of them, the first time), reads each act a commit touched as
+that commit had it (``meta.yaml``, ``rus.md``/``kaz.md`` and their parts, through ``git cat-file --batch``:
+one process for the whole walk), parses it with the same rules as today's text
+(:func:`extractors.kazlaw.parse_act`), and keeps a row for every part (an article, a chapter, a пункт's
+section: the chunks' own structural paths, :func:`enrich.chunking.unit_paths`) whose text changed:
+
+``doc_id, language, unit, version_date`` (the act's ``version_date`` in that language, else the commit's
+date), ``commit``, ``committed`` (its date), ``event`` (``text``, or ``repealed`` for the commit that deleted
+the act), ``text_hash``, ``text``.
+
+Past versions are never embedded: the history answers «the text in force on a date» for an act a question
+names (:mod:`lookup.history`), where ranking is by the named document and article, not by meaning. The
+previous version's rows are carried over whole, so a run's cost follows the commits it has not seen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from enrich.chunking import text_hash, unit_paths
+from enrich.registry import IdentityError, doc_id_for
+from enrich.storage import iter_parquet, write_parquet_stream
+from extractors.kazlaw import MAX_PARTS, META, parse_act
+from extractors.model import Document, ExtractError
+from runs.gitsource import TIMEOUT, Commit, GitError, _git
+
+HISTORY = "history.parquet"
+HISTORY_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("unit", pa.string(), nullable=False),
+        pa.field("heading", pa.string()),
+        pa.field("version_date", pa.date32(), nullable=False),
+        pa.field("commit", pa.string(), nullable=False),
+        pa.field("committed", pa.date32(), nullable=False),
+        pa.field("event", pa.string(), nullable=False),
+        pa.field("text_hash", pa.string()),
+        pa.field("text", pa.string()),
+    ]
+)
+TEXT_FILES = ("rus.md", "kaz.md")
+MAX_BLOB = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class _Touched:
+    commit: Commit
+    folder: str  # the act's folder, relative to the repository
+    deleted: bool
+
+
+def build_history(
+    sources: dict[Path, tuple[Path, str | None]], previous: Path | None, out: Path
+) -> int:  # fmt: skip
+    """``out``: the previous history's rows, then the rows of every commit each git source has that the
+    last version did not read (``sources``: root → (its repository, the commit the last version read or
+    None)). Returns the rows written."""
+    last: dict[tuple[str, str, str], str] = {}  # (doc, language, unit) → the text hash of its latest row
+    seen: set[tuple[str, str, str, dt.date, str]] = set()  # every version already recorded, by its date and text
+    written = [0]
+
+    def batches() -> Iterator[pa.Table]:
+        if previous is not None and previous.exists():
+            columns = ("doc_id", "language", "unit", "version_date", "text_hash")
+            for table in iter_parquet(previous, 50_000):
+                for doc, language, unit, version, digest in zip(*(table.column(c).to_pylist() for c in columns),
+                                                                strict=True):  # fmt: skip
+                    last[(doc, language, unit)] = digest
+                    seen.add((doc, language, unit, version, digest))
+                written[0] += table.num_rows
+                yield table
+        for root, (repo, since) in sorted(sources.items()):
+            rows = list(_rows(repo, root, since, last, seen))
+            written[0] += len(rows)
+            if rows:
+                yield pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+
+    write_parquet_stream(batches(), out, HISTORY_SCHEMA, "history")
+    return written[0]
+
+
+Seen = set[tuple[str, str, str, dt.date, str]]
+
+
+def _rows(repo: Path, root: Path, since: str | None, last: dict[tuple[str, str, str], str],
+          seen: Seen) -> Iterator[dict]:  # type: ignore[type-arg]  # fmt: skip
+    """The rows of every act each commit after ``since`` touched under ``root``, oldest commit first (a
+    version already recorded, as after a rebuilt upstream's replay, is not recorded twice)."""
+    within = root.resolve().relative_to(repo) if root.resolve() != repo else None
+    span = f"{since}..HEAD" if since else "HEAD"
+    args = ["log", "--reverse", "--format=%x01%H%x00%cs", "--name-status", "--no-renames", span]
+    if within is not None:
+        args += ["--", str(within)]
+    with _Blobs(repo) as blobs:
+        for touched in _touched(_git(repo, *args)):
+            yield from _act_rows(blobs, touched, last, seen)
+
+
+def _touched(log: str) -> Iterator[_Touched]:
+    for entry in log.split("\x01"):
+        if not entry.strip():
+            continue
+        header, _, names = entry.partition("\n")
+        sha, day = header.split("\0")
+        commit = Commit(sha, dt.date.fromisoformat(day))
+        folders: dict[str, bool] = {}
+        for line in names.splitlines():
+            status, _, name = line.partition("\t")
+            path = PurePosixPath(name)
+            if path.name not in (META, *TEXT_FILES) and path.parent.name not in ("rus", "kaz"):
+                continue
+            folder = str(path.parent if path.name in (META, *TEXT_FILES) else path.parent.parent)
+            folders[folder] = folders.get(folder, False) or (status == "D" and path.name == META)
+        for folder, deleted in folders.items():
+            yield _Touched(commit, folder, deleted)
+
+
+def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str], str],
+              seen: Seen) -> Iterator[dict]:  # type: ignore[type-arg]  # fmt: skip
+    sha, folder = touched.commit.sha, touched.folder
+    if touched.deleted:  # the act's folder went with this commit: repealed from its date (its parent's text)
+        sha = f"{sha}^"
+    for name in TEXT_FILES:
+        data = blobs.read(sha, f"{folder}/{name}")
+        if data is None:
+            continue
+        def companion(rel: str, sha: str = sha) -> bytes | None:
+            return blobs.read(sha, f"{folder}/{rel}")
+
+        try:
+            document = parse_act(data, f"{folder}/{name}@{touched.commit.sha[:12]}", name, PurePosixPath(folder).name,
+                                 companion)  # fmt: skip
+            doc_id = doc_id_for(document.requisites)
+        except (ExtractError, IdentityError):
+            continue  # a version that cannot be read is left out of the history (its run says why, if current)
+        if touched.deleted:
+            key = (doc_id, document.language, "")
+            if last.get(key) != "repealed":
+                last[key] = "repealed"
+                yield _row(doc_id, document.language, "", None, touched.commit.date, touched, "repealed", None)
+            continue
+        version = _version_date(blobs, sha, folder, document.language) or touched.commit.date
+        for unit_path, text, heading in _units(document):
+            digest = text_hash(text)
+            key = (doc_id, document.language, unit_path)
+            if last.get(key) == digest or (*key, version, digest) in seen:
+                continue
+            last[key] = digest
+            seen.add((*key, version, digest))
+            yield _row(doc_id, document.language, unit_path, heading, version, touched, "text", text, digest)
+
+
+def _row(doc_id: str, language: str, unit: str, heading: str | None, version: dt.date, touched: _Touched,
+         event: str, text: str | None, digest: str | None = None) -> dict:  # type: ignore[type-arg]  # fmt: skip
+    return {"doc_id": doc_id, "language": language, "unit": unit, "heading": heading, "version_date": version,
+            "commit": touched.commit.sha, "committed": touched.commit.date, "event": event,
+            "text_hash": digest, "text": text}  # fmt: skip
+
+
+def _units(document: Document) -> Iterator[tuple[str, str, str | None]]:
+    """(structural path, text, heading) of each part, as the chunks name them."""
+    for unit, path in zip(document.units, unit_paths(document), strict=True):
+        text = "\n".join(p for p in unit.paragraphs if p)
+        if text.strip():
+            yield path, text, unit.heading
+
+
+def _version_date(blobs: _Blobs, sha: str, folder: str, language: str) -> dt.date | None:
+    import yaml
+
+    raw = blobs.read(sha, f"{folder}/{META}")
+    if raw is None:
+        return None
+    try:
+        meta = yaml.safe_load(raw.decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError):
+        return None
+    stated = meta.get("version_date") if isinstance(meta, dict) else None
+    if isinstance(stated, dict):
+        stated = stated.get(language)
+    return stated if isinstance(stated, dt.date) else None
+
+
+class _Blobs:
+    """Files as a commit had them, through one ``git cat-file --batch`` process."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = repo
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def __enter__(self) -> _Blobs:
+        self.process = subprocess.Popen(["git", "-C", str(self.repo), "cat-file", "--batch"], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.process is not None:
+            assert self.process.stdin is not None
+            self.process.stdin.close()
+            try:
+                self.process.wait(timeout=TIMEOUT)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+    def read(self, sha: str, path: str) -> bytes | None:
+        if ".." in PurePosixPath(path).parts or "\n" in path or len(PurePosixPath(path).parts) > MAX_PARTS:
+            return None
+        assert self.process is not None and self.process.stdin is not None and self.process.stdout is not None
+        self.process.stdin.write(f"{sha}:{path}\n".encode())
+        self.process.stdin.flush()
+        header = self.process.stdout.readline().decode("utf-8", "replace").split()
+        if len(header) != 3 or header[1] != "blob":
+            return None  # "<name> missing": not in that commit
+        size = int(header[2])
+        if size > MAX_BLOB:
+            raise GitError(f"{path} at {sha[:12]} is {size:,} bytes: over {MAX_BLOB:,}")
+        data = self.process.stdout.read(size)
+        self.process.stdout.read(1)  # the newline after the content
+        return data
+
+
+def history_rows(path: Path) -> int:
+    return pq.ParquetFile(path).metadata.num_rows if path.exists() else 0
