@@ -131,6 +131,11 @@ class ActHistory:
             found.append(self._past(position))
         return found, repeal
 
+    def dates(self, doc_id: str) -> list[tuple[dt.date, str]]:
+        """The act's versions as (date, commit), oldest first, without reading any text."""
+        found = {(self.rows[p][3], self.rows[p][4]) for v in self.index.get(doc_id, {}).values() for _, p in v}
+        return sorted(found)
+
     def first_version(self, doc_id: str) -> dt.date | None:
         dates = [v[0][0] for v in self.index.get(doc_id, {}).values() if v]
         return min(dates) if dates else None

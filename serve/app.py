@@ -26,6 +26,7 @@ own keys, never joined to a path.
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import hmac
 import ipaddress
 import time
@@ -49,7 +50,7 @@ from serve import pages
 from serve.limits import ServeLimits
 from serve.metrics import Metrics
 from serve.served import ServeConfig, Served
-from serve.views import MAX_PAGE, article, document, search_documents
+from serve.views import MAX_PAGE, article, document, document_history, search_documents
 
 HERE = Path(__file__).resolve().parent
 TOKEN_ENV = "ZAN_SERVE_TOKEN"
@@ -109,10 +110,12 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def api_lookup(
         q: Annotated[str, Query(min_length=1, max_length=4 * MAX_QUERY_CHARS, description="The question.")],
         k_per_doc: Annotated[int, Query(ge=1, le=MAX_K_PER_DOC, description="Chunks per matched document.")] = 5,
+        as_of: Annotated[dt.date | None, Query(description="The text in force on this date (YYYY-MM-DD).")] = None,
     ) -> JSONResponse:
-        """The same JSON as `zan lookup --json`: status, identifiers, matches, chunks, hint, version."""
+        """The same JSON as `zan lookup --json`: status, identifiers, matches, chunks, hint, version; with
+        `as_of`, the named acts' text in force on that date and the edition answered from (`editions`)."""
         lookup, snap = served.snapshot()
-        result = await blocking(_answer, lookup, snap, q, k_per_doc)
+        result = await blocking(_answer, lookup, snap, q, k_per_doc, as_of)
         return JSONResponse(result, headers={"X-Zan-Version": str(result["version"])})
 
     @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time")
@@ -143,6 +146,16 @@ def create_app(config: ServeConfig) -> FastAPI:
         found = await blocking(article, snap, doc_id[:200], label[:50], page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
+        return JSONResponse(found)
+
+    @app.get("/api/documents/{doc_id}/history", tags=["api"], summary="An act's versions and what each changed")
+    async def api_history(doc_id: str) -> JSONResponse:
+        """Each version of the act (from the git history a run read): its date, commit, and the parts it
+        changed with a word diff. Empty for an act not read from git."""
+        _, snap = served.snapshot()
+        found = await blocking(document_history, snap, doc_id[:200])
+        if found is None:
+            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:200]!r}")
         return JSONResponse(found)
 
     @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects")
@@ -186,8 +199,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     return app
 
 
-def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int) -> dict[str, Any]:
-    return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap).as_dict()
+def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.date | None = None) -> dict[str, Any]:
+    return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap, as_of=as_of).as_dict()
 
 
 # Every response: no script but our own (the pages have none), nothing framed, nothing sniffed, no referrer.

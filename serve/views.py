@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lookup.grammar import parse
+from lookup.history import history_of
 from lookup.lineage import Change
 from lookup.version import Narrowing, Snapshot
 from runs.history import RunHistory
@@ -167,6 +168,7 @@ def document(snap: Snapshot, doc_id: str, history: RunHistory, page: int = 1) ->
         "changes_made": [c.as_dict() for c in _page(made, page, CHANGES_PER_PAGE)],
         "replaces": replaces,
         "versions": history.versions_changed(doc_id),
+        "editions": _editions(snap, doc_id),
         "page": page,
         "pages": max(
             _pages(len(labels), ARTICLES_PER_PAGE),
@@ -183,6 +185,23 @@ def _pages(count: int, size: int) -> int:
 
 def _page(items: list[Any], page: int, size: int) -> list[Any]:
     return items[(page - 1) * size : page * size]
+
+
+def _editions(snap: Snapshot, doc_id: str) -> list[dict[str, str]]:
+    """The act's versions from git (date, commit), newest first; empty for an act not read from git."""
+    history = history_of(snap)
+    dates = history.dates(doc_id) if history is not None else []
+    return [{"version_date": d.isoformat(), "commit": c} for d, c in reversed(dates)]
+
+
+def document_history(snap: Snapshot, doc_id: str) -> dict[str, Any] | None:
+    """The act's versions (:meth:`lookup.history.ActHistory.versions`), None when the version holds no such
+    document."""
+    if doc_id not in snap.registry.docs:
+        return None
+    history = history_of(snap)
+    versions = history.versions(doc_id) if history is not None else []
+    return {"version": snap.version, "doc_id": doc_id, "versions": [v.as_dict() for v in versions]}
 
 
 def _own_numbers(row: dict[str, Any]) -> list[str]:
