@@ -207,6 +207,22 @@ def with_replacements(registry: pa.Table, repeals: dict[str, str] | pa.Table) ->
     return registry.set_column(index, registry.schema.field(index), pa.array(values, pa.string()))
 
 
+def with_successors(registry: pa.Table) -> pa.Table:
+    """``registry`` with ``replaced_by`` filled from the successors' own word: an act whose ``replaces`` names
+    a document of the registry is that document's successor, where no note said otherwise."""
+    if "replaces" not in registry.column_names:
+        return registry
+    successor: dict[str, str] = {}
+    for doc, replaced in _columns(registry, "doc_id", "replaces"):
+        for old in replaced or ():
+            successor.setdefault(old, doc)
+    if not successor:
+        return registry
+    values = [held or successor.get(doc) for doc, held in _columns(registry, "doc_id", "replaced_by")]
+    index = registry.schema.get_field_index("replaced_by")
+    return registry.set_column(index, registry.schema.field(index), pa.array(values, pa.string()))
+
+
 def _columns(table: pa.Table, *names: str) -> Iterator[tuple[Any, ...]]:
     return zip(*(table.column(n).to_pylist() for n in names), strict=True)
 

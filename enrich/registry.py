@@ -207,6 +207,7 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         **repeal_of(n for d in entry.documents for u in d.units for n in u.notes),
         "replaced_by": None,  # known once the whole registry is (enrich.lineage.with_replacements)
         "amends": amends_of(entry.documents),
+        "replaces": sorted({d for doc in entry.documents for d in doc.requisites.replaces}) or None,
         "extraction": [extraction(d) for d in sorted((*entry.documents, *entry.also), key=lambda d: d.source_file)],
     }
 

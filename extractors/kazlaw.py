@@ -242,11 +242,28 @@ def _requisites(meta: dict[str, Any], language: str, path: Path, source_file: st
     requisites.source_url = source
     if requisites.status is None:  # «… № 10492. Утратил силу приказом …» after the registration clause too
         requisites.status = "repealed" if sentence and _LAPSED.search(sentence) else "in_force"
+    requisites.replaces = _replaced(meta.get("replaces"))
     if requisites.date_approved is None:
         approved = meta.get("approved_on") or meta.get("approval_date")
         if isinstance(approved, dt.date):
             requisites.date_approved = approved
     return requisites
+
+
+def _replaced(value: Any) -> list[str]:
+    """The doc_ids of the acts a ``replaces:`` list names (each by its requisites sentence, else its code)."""
+    out = []
+    for entry in value if isinstance(value, list) else []:
+        if not isinstance(entry, dict):
+            continue
+        sentence = _text(entry.get("requisite"), "rus")
+        found = derived_adilet_id(sentence, parse_requisites(sentence)) if sentence else None
+        code = entry.get("code")
+        if found:
+            out.append(found.lower())
+        elif isinstance(code, str | int) and str(code).strip().isdigit():
+            out.append(f"zan-{str(code).strip()}")
+    return out[:50]
 
 
 def _act_code(meta: dict[str, Any], path: Path) -> str | None:

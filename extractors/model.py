@@ -36,13 +36,14 @@ class Requisites:
     intl_org: str | None = None
     intl_section: str | None = None
     aliases: list[str] = field(default_factory=list)
+    replaces: list[str] = field(default_factory=list)  # doc_ids of the acts this one replaced, as its source says
 
     def fill_from(self, other: Requisites) -> Requisites:
-        """A copy with every empty field taken from ``other``; aliases are merged."""
+        """A copy with every empty field taken from ``other``; aliases and what it replaced are merged."""
         merged: dict[str, Any] = {}
         for f in dataclasses.fields(self):
             mine, theirs = getattr(self, f.name), getattr(other, f.name)
-            if f.name == "aliases":
+            if f.name in ("aliases", "replaces"):
                 merged[f.name] = list(dict.fromkeys([*mine, *theirs]))
             else:
                 merged[f.name] = mine if mine not in (None, "") else theirs

@@ -47,6 +47,7 @@ HISTORY_SCHEMA = pa.schema(
         pa.field("event", pa.string(), nullable=False),
         pa.field("text_hash", pa.string()),
         pa.field("text", pa.string()),
+        pa.field("caused_by", pa.string()),  # the amending act that made this version, as meta.yaml names it
     ]
 )
 TEXT_FILES = ("rus.md", "kaz.md")
@@ -135,6 +136,7 @@ def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str],
         data = blobs.read(sha, f"{folder}/{name}")
         if data is None:
             continue
+
         def companion(rel: str, sha: str = sha) -> bytes | None:
             return blobs.read(sha, f"{folder}/{rel}")
 
@@ -150,7 +152,8 @@ def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str],
                 last[key] = "repealed"
                 yield _row(doc_id, document.language, "", None, touched.commit.date, touched, "repealed", None)
             continue
-        version = _version_date(blobs, sha, folder, document.language) or touched.commit.date
+        version, caused = _version_meta(blobs, sha, folder, document.language)
+        version = version or touched.commit.date
         for unit_path, text, heading in _units(document):
             digest = text_hash(text)
             key = (doc_id, document.language, unit_path)
@@ -158,14 +161,15 @@ def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str],
                 continue
             last[key] = digest
             seen.add((*key, version, digest))
-            yield _row(doc_id, document.language, unit_path, heading, version, touched, "text", text, digest)
+            yield _row(doc_id, document.language, unit_path, heading, version, touched, "text", text, digest, caused)
 
 
 def _row(doc_id: str, language: str, unit: str, heading: str | None, version: dt.date, touched: _Touched,
-         event: str, text: str | None, digest: str | None = None) -> dict:  # type: ignore[type-arg]  # fmt: skip
+         event: str, text: str | None, digest: str | None = None,
+         caused: str | None = None) -> dict:  # type: ignore[type-arg]  # fmt: skip
     return {"doc_id": doc_id, "language": language, "unit": unit, "heading": heading, "version_date": version,
             "commit": touched.commit.sha, "committed": touched.commit.date, "event": event,
-            "text_hash": digest, "text": text}  # fmt: skip
+            "text_hash": digest, "text": text, "caused_by": caused}  # fmt: skip
 
 
 def _units(document: Document) -> Iterator[tuple[str, str, str | None]]:
@@ -176,20 +180,61 @@ def _units(document: Document) -> Iterator[tuple[str, str, str | None]]:
             yield path, text, unit.heading
 
 
-def _version_date(blobs: _Blobs, sha: str, folder: str, language: str) -> dt.date | None:
+def _version_meta(blobs: _Blobs, sha: str, folder: str, language: str) -> tuple[dt.date | None, str | None]:
+    """The version's date in ``language`` and the amending act that made it, as that commit's meta.yaml says."""
     import yaml
 
     raw = blobs.read(sha, f"{folder}/{META}")
     if raw is None:
-        return None
+        return None, None
     try:
         meta = yaml.safe_load(raw.decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError):
-        return None
-    stated = meta.get("version_date") if isinstance(meta, dict) else None
+        return None, None
+    if not isinstance(meta, dict):
+        return None, None
+    stated = meta.get("version_date")
     if isinstance(stated, dict):
         stated = stated.get(language)
-    return stated if isinstance(stated, dt.date) else None
+    caused = meta.get("caused_by")
+    requisite = caused.get("requisite") if isinstance(caused, dict) else None
+    return (stated if isinstance(stated, dt.date) else None), (str(requisite)[:500] if requisite else None)
+
+
+def disagreements(history: Path, lineage: Path, limit: int = 50) -> list[str]:
+    """Where the notes' lineage and the commits' disagree: a version whose amending act (``caused_by``) no
+    note of the act names, and a note whose act made no version, for the acts read from git (from the first
+    version the history holds on)."""
+    from extractors.requisites import parse_requisites
+
+    if not history.exists() or not lineage.exists():
+        return []
+    versions: dict[str, set[tuple[dt.date, str]]] = {}
+    first: dict[str, dt.date] = {}
+    columns = ["doc_id", "version_date", "caused_by"]
+    for table in iter_parquet(history, 50_000, columns):
+        for doc, version, caused in zip(*(table.column(c).to_pylist() for c in columns), strict=True):
+            first[doc] = min(first.get(doc, version), version)
+            if caused:
+                act = parse_requisites(caused)
+                if act.date_approved and act.order_number:
+                    versions.setdefault(doc, set()).add((act.date_approved, act.order_number))
+    noted: dict[str, set[tuple[dt.date, str]]] = {}
+    for table in iter_parquet(lineage, 50_000, ["doc_id", "by_date", "by_number"]):
+        for doc, date, number in zip(*(table.column(c).to_pylist() for c in ("doc_id", "by_date", "by_number")),
+                                     strict=True):  # fmt: skip
+            if doc in first and date and number and date >= first[doc] - dt.timedelta(days=366):
+                noted.setdefault(doc, set()).add((date, number))
+    out = []
+    for doc in sorted(set(versions) | set(noted)):
+        for date, number in sorted(versions.get(doc, set()) - noted.get(doc, set())):
+            out.append(f"{doc}: the version made by № {number} of {date:%d.%m.%Y} has no note naming that act")
+        for date, number in sorted(noted.get(doc, set()) - versions.get(doc, set())):
+            if date >= first[doc]:
+                out.append(
+                    f"{doc}: a note names № {number} of {date:%d.%m.%Y}; no version of the history was made by it"
+                )
+    return out[:limit]
 
 
 class _Blobs:

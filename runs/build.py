@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 
 from enrich.chunking import chunk_document
 from enrich.join import join_files
-from enrich.lineage import Found, lineage_batches, with_replacements
+from enrich.lineage import Found, lineage_batches, with_replacements, with_successors
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
 from enrich.storage import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 from extractors.discover import extract_file
@@ -280,7 +280,7 @@ def enrich_version(
     write_parquet_stream(lineage_batches(_noted(chunks), registry, found), lineage, LINEAGE_SCHEMA, "lineage")
     rejects += [Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
                 for o in found.overflows]  # fmt: skip
-    registry = with_replacements(registry, found.repeals)
+    registry = with_successors(with_replacements(registry, found.repeals))
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
 

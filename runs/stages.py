@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from enrich.storage import read_parquet, write_parquet_atomic
 from runs import lease
-from runs.act_history import HISTORY, build_history
+from runs.act_history import HISTORY, build_history, disagreements
 from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
@@ -296,6 +296,10 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
         built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys, out)
         rejects_table = carry_rejects(previous, built, scope)
         history = _history(state, previous, scope, out)
+        if history:  # where the notes' lineage and the commits' disagree, the report says so
+            info.sources += [
+                f"lineage: {d}" for d in disagreements(out / HISTORY, built.lineage or out / "lineage.parquet")
+            ]
         state.same = previous is not None and same_tables(previous, built.registry, built.enriched, rejects_table)
         if history and previous is not None and not (previous.folder / HISTORY).exists():
             state.same = False  # the first history of a git source is a new version, even with the same tables

@@ -75,6 +75,8 @@ REGISTRY_SCHEMA = pa.schema(
         pa.field("replaced_by", pa.string()),  # doc_id of the repealing act, when the registry holds it
         # what this act amends, read from its own text («Внести в Закон … : 1) в статье 4 …»): extractors.amendments
         pa.field("amends", pa.list_(AMENDMENT)),
+        # the acts this one replaced, as its source names them (a kazakhstan-law meta.yaml's ``replaces``)
+        pa.field("replaces", pa.list_(pa.string())),
         # how each source file was read (what ``zan audit`` shows): parser, why, article-like lines tallied
         pa.field("extraction", pa.list_(EXTRACTION)),
     ]

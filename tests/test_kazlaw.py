@@ -152,3 +152,27 @@ def test_the_older_layout_with_a_front_matter_is_one_act_in_two_languages(tmp_pa
     with connect(home) as con:
         row = con.sql("SELECT doc_id, order_number, registration_number, status, languages FROM registry").fetchall()[0]
     assert row[:4] == ("v1500011569", "345", "11569", "repealed") and sorted(row[4]) == ["kaz", "rus"]
+
+
+def test_a_successors_replaces_names_the_act_it_replaced(tmp_path: Path) -> None:
+    """The ``replaces:`` list of a successor's meta.yaml (the format kazakhstan-law/mcp reads) links the two acts
+    even where the predecessor's own requisites say nothing of its repeal."""
+    old = _act_copy(
+        tmp_path, f"{MINISTERIAL}/2015/0213-ob-utverzhdenii-pravil-provedeniia-audita-v-oblasti-pozharnoi-be-87811"
+    )
+    new = _act_copy(
+        tmp_path, f"{MINISTERIAL}/2017/0403-ob-utverzhdenii-pravil-provedeniia-audita-v-oblasti-pozharnoi-be-111943"
+    )
+    meta = (old / "meta.yaml").read_text("utf-8")
+    quiet = meta.split(". Утратил силу")[0]  # the predecessor's requisite without its repeal clause
+    (old / "meta.yaml").write_text(quiet + "\n" + meta.split("\n", 2)[2], "utf-8")
+    (new / "meta.yaml").write_text((new / "meta.yaml").read_text("utf-8") + (
+        "replaces:\n- code: '87811'\n  requisite: Приказ Министра внутренних дел Республики Казахстан от 13 февраля 2015 "
+        "года № 111. Зарегистрирован в Министерстве юстиции Республики Казахстан 18 марта 2015 года № 10492\n"
+        "  link: https://zan.gov.kz/client/#!/doc/87811/rus\n"), "utf-8")  # fmt: skip
+    home = tmp_path / "home"
+    run([tmp_path / "src"], home)
+    with connect(home) as con:
+        rows = dict(con.sql("SELECT doc_id, replaced_by FROM registry").fetchall())
+        replaces = con.sql("SELECT replaces FROM registry WHERE doc_id = 'v1700015099'").fetchall()[0][0]
+    assert replaces == ["v1500010492"] and rows == {"v1500010492": "v1700015099", "v1700015099": None}

@@ -67,12 +67,16 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
                                   "в течение пяти рабочих дней со дня окончания расследования"), "utf-8")  # fmt: skip
     meta = (act / "meta.yaml").read_text("utf-8")
     assert "rus: 2025-08-27" in meta
-    (act / "meta.yaml").write_text(meta.replace("rus: 2025-08-27", "rus: 2026-02-01"), "utf-8")
+    meta = meta.replace("rus: 2025-08-27", "rus: 2026-02-01")
+    meta = meta.replace("от 27 августа 2025 года № 362", "от 1 февраля 2026 года № 99")  # made by an order no note names
+    (act / "meta.yaml").write_text(meta, "utf-8")
     git(scope, "commit", "-q", "-am", "amend order 46", when="2026-02-01T10:00:00")
     amended = run([scope], home)
     assert amended.status == "published" and amended.text_changed >= 1 and amended.added == 0
     assert 1 <= amended.embedded <= 3  # the changed chunk(s) only
     assert any("2 files changed, 0 deleted" in s for s in amended.sources), amended.sources  # rus.md, meta.yaml
+    assert any("№ 99 of 01.02.2026 has no note naming that act" in s for s in amended.sources), amended.sources
+    assert not any("№ 362" in s for s in amended.sources)  # the first version's act is noted: they agree
     with connect(home) as con:
         assert con.sql(
             "SELECT count(*) FROM chunks WHERE text LIKE '%пяти рабочих дней со дня окончания%'"
