@@ -190,13 +190,21 @@ def _meta_and_body(name: str, text: str, source_file: str, read: Reader) -> tupl
     return meta, body
 
 
+def safe_loader() -> Any:
+    """PyYAML's safe loader, in C when libyaml is there (1.3 ms → 0.1 ms a ``meta.yaml``: the full run of a scope
+    parses one for every version of every act)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def _load(raw: bytes, where: str) -> dict[str, Any]:
     import yaml
 
     if len(raw) > MAX_META_BYTES:
         raise ExtractError(where, f"the act's metadata is {len(raw):,} bytes, over {MAX_META_BYTES:,}")
     try:
-        loaded = yaml.safe_load(raw.decode("utf-8", errors="strict"))
+        loaded = yaml.load(raw.decode("utf-8", errors="strict"), Loader=safe_loader())
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise ExtractError(where, f"malformed metadata: {str(exc).splitlines()[0][:200]}") from exc
     if not isinstance(loaded, dict):

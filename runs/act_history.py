@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from enrich.chunking import text_hash, unit_paths
 from enrich.registry import IdentityError, doc_id_for
 from enrich.storage import iter_parquet, write_parquet_stream
-from extractors.kazlaw import MAX_PARTS, META, parse_act
+from extractors.kazlaw import MAX_PARTS, META, parse_act, safe_loader
 from extractors.model import Document, ExtractError
 from runs.gitsource import TIMEOUT, Commit, GitError, _git
 
@@ -188,7 +188,7 @@ def _version_meta(blobs: _Blobs, sha: str, folder: str, language: str) -> tuple[
     if raw is None:
         return None, None
     try:
-        meta = yaml.safe_load(raw.decode("utf-8"))
+        meta = yaml.load(raw.decode("utf-8"), Loader=safe_loader())
     except (yaml.YAMLError, UnicodeDecodeError):
         return None, None
     if not isinstance(meta, dict):

@@ -17,13 +17,16 @@ a term table.
 - **Surface forms**: each stem's most frequent word in the aligned texts, so a question can be
   pseudo-translated into words an embedding model reads («жазатайым оқиға» → «несчастных расследования»).
 
-Built beside the BM25 index (:func:`vectors.lexical.build_lexical`), streamed; memory is the aligned pairs'
-term sets, capped at :data:`MAX_PAIRS`.
+Built beside the BM25 index (:func:`vectors.lexical.build_lexical`), streamed. Its cost is bounded whatever the
+corpus: at most :data:`MAX_UNITS` units drawn by a hash of their key (the same draw from one version to the
+next) and :data:`MAX_LINKS` word links, a few seconds; the real corpus (~700 pairs, 1.7 M links) is read whole.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
+import heapq
 import json
 import re
 from collections import Counter, defaultdict
@@ -41,7 +44,8 @@ KEEP = 2
 ROUNDS = 5
 NULL_WEIGHT = 1.0  # the empty word's share when a target word is explained
 MIN_PROBABILITY = 0.1
-MAX_PAIRS = 200_000
+MAX_UNITS = 5_000  # articles/sections drawn for alignment (the real corpus has ~700 pairs)
+MAX_LINKS = 8_000_000  # (pair, source word, target word) links the EM holds: ~250 MB at most
 MAX_UNIT_CHARS = 20_000  # an article's text kept for alignment; longer ones are cut (a code's longest: ~15 000)
 _POINT = re.compile(r"(?m)^\s*(\d{1,3})\.\s")
 LANGUAGES = ("kaz", "rus")
@@ -56,29 +60,35 @@ def _points(text: str) -> dict[str, str]:
     return {parts[n]: parts[n + 1] for n in range(1, len(parts) - 1, 2)}
 
 
-def aligned_pairs(enriched: Path) -> Iterable[tuple[str, str]]:
+def aligned_pairs(enriched: Path, limit: int = MAX_UNITS) -> Iterable[tuple[str, str]]:
     """(Kazakh text, Russian text) of each article or section an act states in both languages, пункт by
-    пункт where both editions number the same пункты."""
+    пункт where both editions number the same пункты. At most ``limit`` units: those whose key hashes
+    lowest, so the sample is spread over every act, the same from one version to the next, and a changed act
+    moves it only where its own units were drawn. Two passes: the first reads no text, the second keeps only
+    the drawn units' (memory follows ``limit``, not the corpus)."""
     reader = pq.ParquetFile(enriched, pre_buffer=False)
-    languages: dict[str, set[str]] = defaultdict(set)
-    for batch in reader.iter_batches(batch_size=65_536, columns=["doc_id", "language"]):
-        for doc, language in zip(batch.column("doc_id").to_pylist(), batch.column("language").to_pylist(), strict=True):
-            languages[doc].add(language)
-    both = {d for d, found in languages.items() if set(LANGUAGES) <= found}
+    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for batch in reader.iter_batches(batch_size=65_536, columns=["doc_id", "language", "article_labels", "path"]):
+        for doc, language, labels, path in zip(*(batch.column(c).to_pylist() for c in batch.column_names),
+                                               strict=True):  # fmt: skip
+            label = _label(labels, path)
+            if label is not None and language in LANGUAGES:
+                seen[(doc, label)].add(language)
+    both = [key for key, found in seen.items() if len(found) == len(LANGUAGES)]
+    del seen
+    drawn = set(heapq.nsmallest(limit, both, key=_draw))
     units: dict[tuple[str, str], dict[str, list[str]]] = {}
     columns = ["doc_id", "language", "article_labels", "path", "text"]
     for batch in reader.iter_batches(batch_size=4_096, columns=columns):
         rows = zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
         for doc, language, labels, path, text in rows:
-            if doc not in both or language not in LANGUAGES or not text:
+            key = (doc, _label(labels, path) or "")
+            if key not in drawn or language not in LANGUAGES or not text:
                 continue
-            label = labels[0] if labels and len(labels) == 1 else _section(path)
-            if label is None:
-                continue
-            held = units.setdefault((doc, label), {}).setdefault(language, [])
+            held = units.setdefault(key, {}).setdefault(language, [])
             if sum(map(len, held)) < MAX_UNIT_CHARS:
                 held.append(text)
-    for by_language in units.values():
+    for by_language in units.values():  # in the order the chunks are stored: the same from run to run
         if len(by_language) < 2:
             continue
         kaz, rus = "\n".join(by_language["kaz"]), "\n".join(by_language["rus"])
@@ -87,6 +97,14 @@ def aligned_pairs(enriched: Path) -> Iterable[tuple[str, str]]:
             yield from ((kaz_points[n], rus_points[n]) for n in kaz_points)
         else:
             yield kaz, rus
+
+
+def _label(labels: list[str] | None, path: str | None) -> str | None:
+    return labels[0] if labels and len(labels) == 1 else _section(path)
+
+
+def _draw(key: tuple[str, str]) -> bytes:
+    return hashlib.blake2b("\0".join(key).encode(), digest_size=8).digest()
 
 
 def _section(path: str | None) -> str | None:
@@ -105,15 +123,18 @@ def build_bridge(enriched: Path, out: Path) -> int:
     rus_sets: list[set[str]] = []
     surface: dict[str, Counter[str]] = defaultdict(Counter)
     kaz_surface: dict[str, Counter[str]] = defaultdict(Counter)
+    links = 0
     for kaz, rus in aligned_pairs(enriched):
-        kaz_sets.append(_analysed(kaz, "kaz"))
-        rus_sets.append(_analysed(rus, "rus"))
+        kaz_terms_here, rus_terms_here = _analysed(kaz, "kaz"), _analysed(rus, "rus")
+        links += len(kaz_terms_here) * len(rus_terms_here)
+        if links > MAX_LINKS:
+            break
+        kaz_sets.append(kaz_terms_here)
+        rus_sets.append(rus_terms_here)
         for word in words(rus):
             surface[stem.stemWord(word)][word] += 1
         for word in words(kaz):
             kaz_surface[kazakh_terms([word])[0]][word] += 1
-        if len(kaz_sets) >= MAX_PAIRS:
-            break
     table = {"kaz": _translation(kaz_sets, rus_sets), "rus": _translation(rus_sets, kaz_sets),
              "forms": {"rus": _forms(surface), "kaz": _forms(kaz_surface)}, "pairs": len(kaz_sets)}  # fmt: skip
     out.write_text(json.dumps(table, ensure_ascii=False, sort_keys=True), "utf-8")
@@ -127,36 +148,55 @@ def _translation(source: list[set[str]], target: list[set[str]], rounds: int = R
     """IBM Model 1 (Brown et al. 1993): t(target | source) by expectation-maximisation over the aligned pairs,
     each target word explained by the source words of its pair (and none: the empty word). Where Dice counts
     what occurs together, the model lets a pair's frequent words explain each other away, so «жазатайым»
-    goes to «несчастн», not to «работник», which is everywhere."""
+    goes to «несчастн», not to «работник», which is everywhere.
+
+    Vectorised: every (pair, source word, target word) link is one entry of flat arrays, so a round is a few
+    ``bincount`` calls (E: each link's share of its target word in its pair; M: the shares summed per word
+    pair, normalised per source word). ``build_bridge`` caps the links at :data:`MAX_LINKS`."""
+    import numpy as np
+
+    source_ids: dict[str, int] = {}
+    target_ids: dict[str, int] = {}
     frequency: Counter[str] = Counter()
-    for mine in source:
-        frequency.update(mine)
-    t: dict[str, dict[str, float]] = defaultdict(dict)
+    e_parts, f_parts, group_parts = [], [], []
+    groups = 0  # one group per (pair, target word): the words that may explain it
     for mine, theirs in zip(source, target, strict=True):
-        for term in mine:
-            row = t[term]
-            for other in theirs:
-                row[other] = 1.0
+        if not mine or not theirs:
+            continue
+        frequency.update(mine)
+        es = np.fromiter((source_ids.setdefault(w, len(source_ids)) for w in sorted(mine)), np.int64)
+        fs = np.fromiter((target_ids.setdefault(w, len(target_ids)) for w in sorted(theirs)), np.int64)
+        e_parts.append(np.repeat(es, len(fs)))
+        f_parts.append(np.tile(fs, len(es)))
+        group_parts.append(np.tile(np.arange(groups, groups + len(fs)), len(es)))
+        groups += len(fs)
+    if not e_parts:
+        return {}
+    e, f = np.concatenate(e_parts), np.concatenate(f_parts)
+    group = np.concatenate(group_parts)
+    del e_parts, f_parts, group_parts
+    keys, link_key = np.unique(e * len(target_ids) + f, return_inverse=True)
+    del e, f
+    key_source, key_target = keys // len(target_ids), keys % len(target_ids)
+    t = np.ones(len(keys))
     for _ in range(rounds):
-        counts: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        for mine, theirs in zip(source, target, strict=True):
-            words_here = list(mine)
-            for other in theirs:
-                weights = [t[term].get(other, 0.0) for term in words_here]
-                total = sum(weights) + NULL_WEIGHT
-                for term, weight in zip(words_here, weights, strict=True):
-                    if weight:
-                        counts[term][other] += weight / total
-        t = defaultdict(dict)
-        for term, row in counts.items():
-            norm = sum(row.values())
-            t[term] = {other: n / norm for other, n in row.items()}
-    table = {}
-    for term, row in t.items():
+        weight = t[link_key]
+        share = weight / (np.bincount(group, weight, minlength=groups) + NULL_WEIGHT)[group]
+        counts = np.bincount(link_key, share, minlength=len(keys))
+        t = counts / np.bincount(key_source, counts, minlength=len(source_ids))[key_source]
+    source_words, target_words = list(source_ids), list(target_ids)
+    table: Table = {}
+    target_rank = np.empty(len(target_words), np.int64)
+    target_rank[np.argsort(np.array(target_words, dtype=object))] = np.arange(len(target_words))
+    order = np.lexsort((-target_rank[key_target], -t, key_source))  # by source word, best first, ties by word
+    starts = np.searchsorted(key_source[order], np.arange(len(source_ids)))
+    ends = np.append(starts[1:], len(order))
+    for word_id, (start, end) in enumerate(zip(starts.tolist(), ends.tolist(), strict=True)):
+        term = source_words[word_id]
         if frequency[term] < MIN_PAIRS:
             continue
-        best = sorted(((p, other) for other, p in row.items()), reverse=True)[:KEEP]
-        kept = [(other, round(p, 3)) for p, other in best if p >= MIN_PROBABILITY]
+        best = order[start : min(end, start + KEEP)]
+        kept = [(target_words[key_target[k]], round(float(t[k]), 3)) for k in best if t[k] >= MIN_PROBABILITY]
         if kept:
             table[term] = kept
     return table
