@@ -215,8 +215,8 @@ def test_two_workers_extract_in_two_processes_and_publish_the_same_version(tmp_p
     assert any(str(f).endswith("broken.html") for f in rejects)
     # the BM25 index, built in a process of its own beside embed and index with workers, is the same files
     one, two = (published_dir(home) / "lexical" for home in homes.values())
-    names = sorted(p.name for p in one.iterdir())
-    assert names and names == sorted(p.name for p in two.iterdir())
+    names = sorted(p.relative_to(one).as_posix() for p in one.rglob("*") if p.is_file())
+    assert names and names == sorted(p.relative_to(two).as_posix() for p in two.rglob("*") if p.is_file())
     assert all((one / name).read_bytes() == (two / name).read_bytes() for name in names)
     assert infos[2].seconds["lexical"] > 0
     # the stages themselves: two shards, each extracted in a process of its own, not this one

@@ -29,6 +29,7 @@ NOT_HERE = {
     "zan serve": "a server: tests/test_serve.py starts one on 127.0.0.1 and queries every endpoint shown here",
     "curl ": "queries zan serve: tests/test_serve.py asks the same addresses",
     "zan fetch": "needs the network",
+    "git clone https": "needs the network: tests/test_kazlaw_git.py clones a local repository",
     "--chroma-url": "needs a running Chroma server",
     "--embedder st:": "needs a local model folder",
     "./landing": "the landing zone zan fetch fills",
@@ -37,6 +38,7 @@ NOT_HERE = {
     "bench_deploy.py": "brings the native Airflow stack up twice (a benchmark, not a test)",
     "/tmp/e5": "the real corpus embedded by the real model (3 minutes): tests/test_plain_words.py does the same",
     "gpu-box": "an embeddings service on another machine: tests/test_embedders.py starts a real one on 127.0.0.1",
+    "/srv/zan": "the GPU host's home, built by the `gpu-box` run above (tests/test_plain_wide.py tunes and evaluates)",
 }
 
 

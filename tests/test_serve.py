@@ -102,7 +102,8 @@ def test_the_api_is_read_only_and_has_no_sql(client) -> None:  # type: ignore[no
     methods = {m for ops in schema["paths"].values() for m in ops}
     assert methods == {"get"}
     assert set(schema["paths"]) == {"/api/lookup", "/api/documents", "/api/documents/{doc_id}",
-                                    "/api/documents/{doc_id}/articles/{label}", "/api/runs", "/healthz", "/metrics"}  # fmt: skip
+                                    "/api/documents/{doc_id}/articles/{label}", "/api/documents/{doc_id}/history",
+                                    "/api/runs", "/healthz", "/metrics"}  # fmt: skip
     assert client.post("/api/lookup", json={"q": "x"}).status_code == 405
     assert client.get("/api/sql", params={"q": "DROP TABLE registry"}).status_code == 404
 
