@@ -68,9 +68,8 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     meta = (act / "meta.yaml").read_text("utf-8")
     assert "rus: 2025-08-27" in meta
     meta = meta.replace("rus: 2025-08-27", "rus: 2026-02-01")
-    meta = meta.replace(
-        "от 27 августа 2025 года № 362", "от 1 февраля 2026 года № 99"
-    )  # made by an order no note names
+    # made by an order no note names
+    meta = meta.replace("от 27 августа 2025 года № 362", "от 1 февраля 2026 года № 99")
     (act / "meta.yaml").write_text(meta, "utf-8")
     git(scope, "commit", "-q", "-am", "amend order 46", when="2026-02-01T10:00:00")
     amended = run([scope], home)
