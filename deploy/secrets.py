@@ -26,12 +26,19 @@ from deploy.settings import ROOT
 ENV_FILE = ROOT / ".env"
 
 
+def _urlsafe(size: int) -> str:
+    """A random url-safe value that never starts with ``-``: a command line would read it as an option."""
+    while (value := secrets.token_urlsafe(size)).startswith("-"):
+        pass
+    return value
+
+
 def _token() -> str:
-    return secrets.token_urlsafe(32)
+    return _urlsafe(32)
 
 
 def _signing_key() -> str:
-    return secrets.token_urlsafe(64)  # HS512 wants a key of 64 bytes or more (RFC 7518 3.2)
+    return _urlsafe(64)  # HS512 wants a key of 64 bytes or more (RFC 7518 3.2)
 
 
 def _fernet_key() -> str:

@@ -164,7 +164,7 @@ class Stack:
             self.start_chroma()
             self._start_proxy()
             self._airflow_once(["db", "migrate"], timeout=300)
-            self._airflow_once(["users", "create", "--username", USER, "--password", self.api_password, "--role",
+            self._airflow_once(["users", "create", "--username", USER, f"--password={self.api_password}", "--role",
                                 "Admin", "--email", "airflow@example.com", "--firstname", "Air",
                                 "--lastname", "Flow"])  # fmt: skip
             self._start("api-server", [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port",

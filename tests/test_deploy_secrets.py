@@ -30,6 +30,15 @@ def test_a_fresh_env_file_has_every_secret_readable_by_its_owner_only(tmp_path: 
     assert Fernet(key.encode()).decrypt(Fernet(key.encode()).encrypt(b"conn")) == b"conn"
 
 
+def test_no_secret_starts_with_a_dash_that_a_command_line_would_read_as_an_option() -> None:
+    # `airflow users create --password -t9K…` failed in CI: argparse took the password for a flag
+    from deploy.secrets import fresh
+
+    drawn = [value for _ in range(300) for name, value in fresh().items() if name != "AIRFLOW__CORE__FERNET_KEY"]
+    assert len(drawn) == 300 * (len(SECRETS) - 1)  # ~2 100 values: a 1-in-64 leading dash would show many times
+    assert not [value for value in drawn if value.startswith("-")]
+
+
 def test_existing_values_and_other_lines_are_kept_and_rotate_replaces_them(tmp_path: Path) -> None:
     env = tmp_path / ".env"
     env.write_text("ZAN_PUBLISH_ADDRESS=10.0.0.5\nPOSTGRES_PASSWORD=kept-by-the-operator-000\n", "utf-8")
