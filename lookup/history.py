@@ -13,11 +13,14 @@ import bisect
 import datetime as dt
 import difflib
 import threading
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from lookup.chunks import Chunk
@@ -67,96 +70,180 @@ class Version:
 
 
 _Key = tuple[str, str]  # (language, unit)
+_META = ["doc_id", "language", "unit", "version_date", "commit", "committed", "event", "text_hash"]
+MAX_ACTS_CACHED = 256  # acts whose version rows (no text) are kept after a lookup read them
+
+
+@dataclass(frozen=True)
+class _Row:
+    language: str
+    unit: str
+    version_date: dt.date
+    commit: str
+    committed: dt.date
+    event: str
+    text_hash: str | None
+    group: int  # where its text is: the row group, and the row in it
+    at: int
+
+
+@dataclass(frozen=True)
+class InForce:
+    """What :meth:`ActHistory.as_of` answers."""
+
+    pasts: list[Past]
+    repeal: Past | None
+    newest: _Row | None  # the newest version among every part in force, read or not
+
+    @property
+    def language(self) -> str | None:
+        return self.newest.language if self.newest else None
 
 
 class ActHistory:
-    """One version's history of acts, indexed by act and part."""
+    """One version's history of acts, read act by act.
+
+    The file is sorted by act (``runs.act_history`` writes it so, in row groups of 2 048 rows), so its footer's
+    statistics say which row groups hold an act: opening reads only the footer, and a lookup reads the one or
+    two row groups of the act it names (its version rows, then the texts of the parts it answers with). Memory
+    is the footer and the last :data:`MAX_ACTS_CACHED` acts' version rows, whatever the history's size; a file
+    in any other order is read the same way, more slowly (more row groups span the act)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.file = pq.ParquetFile(path)
         self._lock = threading.Lock()
-        columns = ["doc_id", "language", "unit", "version_date", "commit", "committed", "event"]
-        self.index: dict[str, dict[_Key, list[tuple[dt.date, int]]]] = defaultdict(lambda: defaultdict(list))
-        self.rows: list[tuple[str, str, str, dt.date, str, dt.date, str]] = []
-        position = 0
-        for batch in self.file.iter_batches(batch_size=65_536, columns=columns):
-            for row in zip(*(batch.column(c).to_pylist() for c in columns), strict=True):
-                self.rows.append(row)
-                self.index[row[0]][(row[1], row[2])].append((row[3], position))
-                position += 1
-        for parts in self.index.values():
-            for versions in parts.values():
-                versions.sort()
-        self._group_starts = [0]
-        for n in range(self.file.metadata.num_row_groups):
-            self._group_starts.append(self._group_starts[-1] + self.file.metadata.row_group(n).num_rows)
+        metadata = self.file.metadata
+        column = self.file.schema_arrow.get_field_index("doc_id")
+        self._spans: list[tuple[str | None, str | None]] = []
+        for n in range(metadata.num_row_groups):
+            stats = metadata.row_group(n).column(column).statistics
+            known = stats is not None and stats.has_min_max
+            self._spans.append((stats.min, stats.max) if known else (None, None))  # type: ignore[union-attr]
+        self._acts: OrderedDict[str, dict[_Key, list[_Row]]] = OrderedDict()
 
     @classmethod
     def open(cls, version_folder: Path) -> ActHistory | None:
         path = version_folder / HISTORY
         return cls(path) if path.exists() and pq.ParquetFile(path).metadata.num_rows else None
 
-    def has(self, doc_id: str) -> bool:
-        return doc_id in self.index
+    def rows_of(self, doc_id: str) -> dict[_Key, list[_Row]]:
+        """The act's version rows (no text) by (language, unit), oldest first."""
+        return self._parts(doc_id)
 
-    def _text(self, position: int) -> tuple[str | None, str | None]:
-        group = bisect.bisect_right(self._group_starts, position) - 1
+    def _parts(self, doc_id: str) -> dict[_Key, list[_Row]]:
+        """The act's rows by part, each part's versions oldest first (read from its row groups once)."""
         with self._lock:
-            table = self.file.read_row_group(group, columns=["heading", "text"])
-        at = position - self._group_starts[group]
-        return table.column("heading")[at].as_py(), table.column("text")[at].as_py()
+            if doc_id in self._acts:
+                self._acts.move_to_end(doc_id)
+                return self._acts[doc_id]
+            parts: dict[_Key, list[_Row]] = defaultdict(list)
+            for group, (low, high) in enumerate(self._spans):
+                if low is not None and high is not None and not low <= doc_id <= high:
+                    continue
+                table = self.file.read_row_group(group, columns=_META)
+                hits = np.flatnonzero(pc.equal(table.column("doc_id"), doc_id).to_numpy(zero_copy_only=False))
+                if not len(hits):
+                    continue
+                found = table.take(pa.array(hits))
+                columns = [found.column(c).to_pylist() for c in _META[1:]]
+                for n, at in enumerate(hits.tolist()):
+                    language, unit, version, commit, committed, event, digest = (column[n] for column in columns)
+                    parts[(language, unit)].append(_Row(language, unit, version, commit, committed, event, digest,
+                                                        group, at))  # fmt: skip
+            for versions in parts.values():
+                versions.sort(key=lambda r: (r.version_date, r.committed, r.group, r.at))
+            self._acts[doc_id] = parts
+            if len(self._acts) > MAX_ACTS_CACHED:
+                self._acts.popitem(last=False)
+            return parts
 
-    def _past(self, position: int) -> Past:
-        doc, language, unit, version, commit, committed, event = self.rows[position]
-        heading, text = self._text(position)
-        return Past(doc, language, unit, heading, version, commit, committed, event, text)
+    def _texts(self, rows: list[_Row]) -> dict[tuple[int, int], tuple[str | None, str | None]]:
+        """(heading, text) of ``rows``, reading each row group they are in once."""
+        out: dict[tuple[int, int], tuple[str | None, str | None]] = {}
+        by_group: dict[int, list[int]] = defaultdict(list)
+        for row in rows:
+            by_group[row.group].append(row.at)
+        for group, ats in by_group.items():
+            with self._lock:
+                table = self.file.read_row_group(group, columns=["heading", "text"]).take(pa.array(ats))
+            for at, heading, text in zip(ats, table.column("heading").to_pylist(), table.column("text").to_pylist(),
+                                         strict=True):  # fmt: skip
+                out[(group, at)] = (heading, text)
+        return out
 
-    def as_of(self, doc_id: str, date: dt.date, articles: tuple[str, ...] = ()) -> tuple[list[Past], Past | None]:
-        """Each part of ``doc_id`` as in force on ``date`` (only the named ``articles``' parts, when given),
-        in part order; and the repeal the act had by then, if any."""
-        parts = self.index.get(doc_id, {})
+    def _pasts(self, doc_id: str, rows: list[_Row]) -> list[Past]:
+        texts = self._texts([r for r in rows if r.event != "repealed"])
+        out = []
+        for r in rows:
+            heading, text = texts.get((r.group, r.at), (None, None))
+            out.append(Past(doc_id, r.language, r.unit, heading, r.version_date, r.commit, r.committed, r.event, text))
+        return out
+
+    def has(self, doc_id: str) -> bool:
+        return bool(self._parts(doc_id))
+
+    def as_of(self, doc_id: str, date: dt.date, articles: tuple[str, ...] = (),
+              limit: int | None = None) -> InForce:  # fmt: skip
+        """Each part of ``doc_id`` as in force on ``date`` (only the named ``articles``' parts, when given;
+        the first ``limit`` parts of each language, when given), in part order; the repeal the act had by
+        then, if any; and the newest version among all its parts in force (the edition answered from). Texts
+        are read for the parts returned only."""
         repeal = None
-        found = []
-        for (_language, unit), versions in sorted(parts.items()):
-            at = bisect.bisect_right(versions, (date, len(self.rows))) - 1
+        newest: _Row | None = None
+        chosen: list[_Row] = []
+        taken: dict[str, int] = defaultdict(int)
+        for (language, unit), versions in sorted(self._parts(doc_id).items()):
+            at = bisect.bisect_right([v.version_date for v in versions], date) - 1
             if at < 0:
                 continue
-            position = versions[at][1]
-            if self.rows[position][6] == "repealed":
-                repeal = self._past(position)
+            row = versions[at]
+            if row.event == "repealed":
+                repeal = row
                 continue
+            if newest is None or (row.version_date, row.committed) > (newest.version_date, newest.committed):
+                newest = row
             if articles and _article(unit) not in articles:
                 continue
-            found.append(self._past(position))
-        return found, repeal
+            if limit is not None and taken[language] >= limit:
+                continue
+            taken[language] += 1
+            chosen.append(row)
+        pasts = self._pasts(doc_id, chosen)
+        gone = self._pasts(doc_id, [repeal])[0] if repeal is not None else None
+        return InForce(pasts, gone, newest)
 
     def dates(self, doc_id: str) -> list[tuple[dt.date, str]]:
         """The act's versions as (date, commit), oldest first, without reading any text."""
-        found = {(self.rows[p][3], self.rows[p][4]) for v in self.index.get(doc_id, {}).values() for _, p in v}
-        return sorted(found)
+        return sorted({(r.version_date, r.commit) for versions in self._parts(doc_id).values() for r in versions})
 
     def first_version(self, doc_id: str) -> dt.date | None:
-        dates = [v[0][0] for v in self.index.get(doc_id, {}).values() if v]
+        dates = [versions[0].version_date for versions in self._parts(doc_id).values() if versions]
         return min(dates) if dates else None
 
     def versions(self, doc_id: str, max_versions: int = 200) -> list[Version]:
         """The act's versions, oldest first, each with the parts it changed and a word diff of each."""
+        parts = self._parts(doc_id)
+        kept = {(r.version_date, r.commit) for versions in parts.values() for r in versions}
+        kept = set(sorted(kept)[:max_versions])
+        rows = [r for versions in parts.values() for r in versions]
+        texts = self._texts([r for r in rows if r.event != "repealed"])
         by_date: dict[tuple[dt.date, str], Version] = {}
-        for (language, unit), versions in sorted(self.index.get(doc_id, {}).items()):
+        for (language, unit), versions in sorted(parts.items()):
             previous: str | None = None
-            for date, position in versions:
-                commit, committed, event = self.rows[position][4], self.rows[position][5], self.rows[position][6]
-                version = by_date.setdefault((date, commit), Version(date, commit, committed))
-                if event == "repealed":
-                    version.changed.append({"language": language, "unit": None, "event": "repealed"})
-                    continue
-                heading, text = self._text(position)
-                version.changed.append({"language": language, "unit": unit, "article": _article(unit),
-                                        "heading": heading, "event": "added" if previous is None else "changed",
-                                        "diff": word_diff(previous or "", text or "")})  # fmt: skip
-                previous = text
-        return [by_date[k] for k in sorted(by_date)][:max_versions]
+            for row in versions:
+                text = texts.get((row.group, row.at), (None, None))
+                if (row.version_date, row.commit) in kept:
+                    version = by_date.setdefault((row.version_date, row.commit),
+                                                 Version(row.version_date, row.commit, row.committed))  # fmt: skip
+                    if row.event == "repealed":
+                        version.changed.append({"language": language, "unit": None, "event": "repealed"})
+                        continue
+                    version.changed.append({"language": language, "unit": unit, "article": _article(unit),
+                                            "heading": text[0], "event": "added" if previous is None else "changed",
+                                            "diff": word_diff(previous or "", text[1] or "")})  # fmt: skip
+                previous = text[1] if row.event != "repealed" else previous
+        return [by_date[k] for k in sorted(by_date)]
 
 
 def _article(unit: str) -> str | None:
@@ -223,7 +310,8 @@ def past_texts(
             editions.append({"doc_id": doc_id, "as_of": as_of.isoformat(), "version_date": None, "commit": None,
                              "link": None, "found": "current"})  # fmt: skip
             continue
-        pasts, repeal = history.as_of(doc_id, as_of, narrowing.articles)
+        found = history.as_of(doc_id, as_of, narrowing.articles, None if narrowing.articles else k_per_doc)
+        pasts, repeal = found.pasts, found.repeal
         if repeal is not None:
             notes.append(f"⚠ {ref}: на {as_of:%d.%m.%Y} акт уже утратил силу (с {repeal.version_date:%d.%m.%Y}).")
         if not pasts:
@@ -233,7 +321,7 @@ def past_texts(
             editions.append({"doc_id": doc_id, "as_of": as_of.isoformat(), "version_date": None, "commit": None,
                              "link": None, "found": "none"})  # fmt: skip
             continue
-        newest = max(pasts, key=lambda p: (p.version_date, p.committed))
+        newest = found.newest or max(pasts, key=lambda p: (p.version_date, p.committed))
         language = newest.language
         link = version_link(info.source_url if info else None, info.portal_id if info else None, language,
                             newest.version_date)  # fmt: skip

@@ -28,7 +28,7 @@ from lookup.errors import LookupProblem
 from lookup.fusion import question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
-from lookup.history import past_texts
+from lookup.history import history_of, past_texts
 from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
 from lookup.plain import DEPTH, Evidence, RankParams, gather, rank
@@ -267,7 +267,7 @@ class Lookup:
         query = clean_query(query)
         snap = snapshot or self.snapshot()
         try:
-            result = self._route(snap, query, k_per_doc, k)
+            result = self._route(snap, query, k_per_doc, k, from_history=as_of is not None)
             if as_of is None or not result.matches:
                 return result
             chunks, editions, notes = past_texts(snap, fetch_plan(result.matches), result.chunks, as_of, k_per_doc)
@@ -278,7 +278,9 @@ class Lookup:
                 self.refresh()
             return self._route(self.snapshot(), query, k_per_doc, k)
 
-    def _route(self, snap: Snapshot, query: str, k_per_doc: int, k: int) -> RouteResult:
+    def _route(self, snap: Snapshot, query: str, k_per_doc: int, k: int, from_history: bool = False) -> RouteResult:
+        """One question's answer from ``snap``; ``from_history``: the acts the version's history holds are not
+        fetched (an as-of answer replaces their chunks with their past texts)."""
         identifiers = parse(query, limit=MAX_IDENTIFIERS + 1)
         capped = len(identifiers) > MAX_IDENTIFIERS
         identifiers = identifiers[:MAX_IDENTIFIERS] if not capped else parse(query, limit=MAX_IDENTIFIERS)
@@ -297,8 +299,11 @@ class Lookup:
         if asked != query or snap.chunks is None:
             vector = QuestionVector(lambda: self.embedder.embed_queries([asked])[0])
         chunks: list[Chunk] = []
+        held = history_of(snap) if from_history else None
         for narrowing in dict.fromkeys(plan.values()):
-            docs = [d for d, n in plan.items() if n == narrowing]
+            docs = [d for d, n in plan.items() if n == narrowing and not (held is not None and held.has(d))]
+            if not docs:
+                continue
             found = self._fetch(snap, docs, vector, k_per_doc, narrowing, asked)
             if not found and (narrowing.sections or narrowing.points):  # not chunked on its own: the whole doc
                 found = self._fetch(snap, docs, vector, k_per_doc, Narrowing(narrowing.articles), asked)
