@@ -19,7 +19,10 @@ previous version's rows are carried over whole, so a run's cost follows the comm
 from __future__ import annotations
 
 import datetime as dt
+import os
+import shutil
 import subprocess
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -32,7 +35,9 @@ from enrich.registry import IdentityError, doc_id_for
 from enrich.storage import iter_parquet, write_parquet_stream
 from extractors.kazlaw import MAX_PARTS, META, parse_act, safe_loader
 from extractors.model import Document, ExtractError
+from lookup.history import ActHistory
 from runs.gitsource import TIMEOUT, Commit, GitError, _git
+from schemas.files import atomic_writer
 
 HISTORY = "history.parquet"
 HISTORY_SCHEMA = pa.schema(
@@ -64,48 +69,132 @@ class _Touched:
 def build_history(
     sources: dict[Path, tuple[Path, str | None]], previous: Path | None, out: Path
 ) -> int:  # fmt: skip
-    """``out``: the previous history's rows, then the rows of every commit each git source has that the
-    last version did not read (``sources``: root → (its repository, the commit the last version read or
-    None)). Returns the rows written."""
-    last: dict[tuple[str, str, str], str] = {}  # (doc, language, unit) → the text hash of its latest row
-    seen: set[tuple[str, str, str, dt.date, str]] = set()  # every version already recorded, by its date and text
-    written = [0]
+    """``out``: the previous history's rows and the rows of every commit each git source has that the last
+    version did not read (``sources``: root → (its repository, the commit the last version read or None)),
+    sorted by act (:data:`SORT_KEY`) in row groups of :data:`GROUP_ROWS` rows, so a lookup reads an act's one or two
+    row groups (:class:`lookup.history.ActHistory`). Returns the rows written.
+
+    The new rows are made act by act (each act's commits in order), so memory holds one act's state, not the
+    corpus's; what an act already has is read from the previous history, its rows only. The sort is DuckDB's,
+    under a memory limit, spilling to disk beside ``out``."""
+    prior = ActHistory.open(previous.parent) if previous is not None and previous.exists() else None
+    fresh = out.with_name(out.name + ".fresh")
 
     def batches() -> Iterator[pa.Table]:
-        if previous is not None and previous.exists():
-            columns = ("doc_id", "language", "unit", "version_date", "text_hash")
-            for table in iter_parquet(previous, 50_000):
-                for doc, language, unit, version, digest in zip(*(table.column(c).to_pylist() for c in columns),
-                                                                strict=True):  # fmt: skip
-                    last[(doc, language, unit)] = digest
-                    seen.add((doc, language, unit, version, digest))
-                written[0] += table.num_rows
-                yield table
+        rows: list[dict] = []  # type: ignore[type-arg]
         for root, (repo, since) in sorted(sources.items()):
-            rows = list(_rows(repo, root, since, last, seen))
-            written[0] += len(rows)
-            if rows:
-                yield pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+            for row in _rows(repo, root, since, prior):
+                rows.append(row)
+                if len(rows) >= GROUP_ROWS:
+                    yield pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
+                    rows = []
+        if rows:
+            yield pa.Table.from_pylist(rows, schema=HISTORY_SCHEMA)
 
-    write_parquet_stream(batches(), out, HISTORY_SCHEMA, "history")
-    return written[0]
+    try:
+        added = write_parquet_stream(batches(), fresh, HISTORY_SCHEMA, "history")
+        inputs = [p for p, n in ((previous, _count(previous)), (fresh, added)) if p is not None and n]
+        if not inputs:
+            write_parquet_stream([], out, HISTORY_SCHEMA, "history")
+            return 0
+        if inputs == [previous]:  # nothing new: the previous file, as it is (a version's files never change)
+            _link_or_copy(previous, out)  # type: ignore[arg-type]
+            return _count(out)
+        _sorted(inputs, out)
+        return _count(out)
+    finally:
+        fresh.unlink(missing_ok=True)
 
 
-Seen = set[tuple[str, str, str, dt.date, str]]
+SORT_KEY = ("doc_id", "language", "unit", "version_date", "committed", "commit")
+GROUP_ROWS = 128  # ~0.5 MB of text a row group (~1 MB decoded): what an as-of lookup decodes for a part
+SORT_MEMORY = "512MB"
 
 
-def _rows(repo: Path, root: Path, since: str | None, last: dict[tuple[str, str, str], str],
-          seen: Seen) -> Iterator[dict]:  # type: ignore[type-arg]  # fmt: skip
-    """The rows of every act each commit after ``since`` touched under ``root``, oldest commit first (a
-    version already recorded, as after a rebuilt upstream's replay, is not recorded twice)."""
+def _count(path: Path | None) -> int:
+    return pq.ParquetFile(path).metadata.num_rows if path is not None and path.exists() else 0
+
+
+def _link_or_copy(source: Path, target: Path) -> None:
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+
+
+def _sorted(inputs: list[Path], out: Path) -> None:
+    """``inputs`` into ``out`` sorted by :data:`SORT_KEY` (DuckDB, :data:`SORT_MEMORY` at most, spilling to a
+    folder beside ``out``), streamed out as Arrow batches into row groups of :data:`GROUP_ROWS` (DuckDB's own
+    writer makes none smaller than 2 048), with statistics on the key columns only (a text's min and max would
+    swell the footer); renamed into place when complete."""
+    import duckdb
+
+    spill = out.with_name(out.name + ".spill")
+    spill.mkdir(exist_ok=True)
+    try:
+        with duckdb.connect() as con, atomic_writer(out) as handle:
+            con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
+            con.execute(f"SET temp_directory = '{_quoted(spill)}'")
+            con.execute("SET threads = 2")
+            files = ", ".join(f"'{_quoted(p)}'" for p in inputs)
+            columns = ", ".join(f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in HISTORY_SCHEMA)
+            query = con.sql(f"SELECT {columns} FROM read_parquet([{files}]) ORDER BY {', '.join(SORT_KEY)}")
+            keys = ["doc_id", "language", "unit", "version_date"]
+            with pq.ParquetWriter(handle, HISTORY_SCHEMA, compression="zstd", write_statistics=keys) as writer:
+                for batch in query.to_arrow_reader(GROUP_ROWS * 8):
+                    writer.write_table(pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA), row_group_size=GROUP_ROWS)
+    finally:
+        shutil.rmtree(spill, ignore_errors=True)
+
+
+_SQL_TYPES = {pa.string(): "VARCHAR", pa.date32(): "DATE"}
+
+
+def _quoted(path: Path) -> str:
+    return str(path).replace("'", "''")
+
+
+def _rows(repo: Path, root: Path, since: str | None, prior: ActHistory | None) -> Iterator[dict]:  # type: ignore[type-arg]
+    """The rows of every act the commits after ``since`` touched under ``root``: act by act, each act's
+    commits oldest first (a version already recorded, as after a rebuilt upstream's replay, is not recorded
+    twice)."""
     within = root.resolve().relative_to(repo) if root.resolve() != repo else None
     span = f"{since}..HEAD" if since else "HEAD"
     args = ["log", "--reverse", "--format=%x01%H%x00%cs", "--name-status", "--no-renames", span]
     if within is not None:
         args += ["--", str(within)]
+    by_folder: dict[str, list[_Touched]] = defaultdict(list)
+    for touched in _touched(_git(repo, *args)):
+        by_folder[touched.folder].append(touched)
     with _Blobs(repo) as blobs:
-        for touched in _touched(_git(repo, *args)):
-            yield from _act_rows(blobs, touched, last, seen)
+        for folder in sorted(by_folder):
+            state = _ActState(prior)
+            for touched in by_folder[folder]:
+                yield from _act_rows(blobs, touched, state)
+
+
+class _ActState:
+    """What one act's history already holds: each part's latest text hash and every version recorded (read
+    from the previous history when the act is first met, its rows only)."""
+
+    def __init__(self, prior: ActHistory | None) -> None:
+        self.prior = prior
+        self.loaded: set[str] = set()
+        self.last: dict[tuple[str, str, str], str] = {}  # (doc, language, unit) → the text hash of its latest row
+        self.seen: set[tuple[str, str, str, dt.date, str]] = set()
+
+    def load(self, doc_id: str) -> None:
+        if doc_id in self.loaded:
+            return
+        self.loaded.add(doc_id)
+        if self.prior is None:
+            return
+        for (language, unit), versions in self.prior.rows_of(doc_id).items():
+            for row in versions:
+                digest = row.text_hash if row.event == "text" else "repealed"
+                self.last[(doc_id, language, unit)] = digest or ""
+                self.seen.add((doc_id, language, unit, row.version_date, digest or ""))
 
 
 def _touched(log: str) -> Iterator[_Touched]:
@@ -127,9 +216,9 @@ def _touched(log: str) -> Iterator[_Touched]:
             yield _Touched(commit, folder, deleted)
 
 
-def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str], str],
-              seen: Seen) -> Iterator[dict]:  # type: ignore[type-arg]  # fmt: skip
+def _act_rows(blobs: _Blobs, touched: _Touched, state: _ActState) -> Iterator[dict]:  # type: ignore[type-arg]
     sha, folder = touched.commit.sha, touched.folder
+    last, seen = state.last, state.seen
     if touched.deleted:  # the act's folder went with this commit: repealed from its date (its parent's text)
         sha = f"{sha}^"
     for name in TEXT_FILES:
@@ -146,6 +235,7 @@ def _act_rows(blobs: _Blobs, touched: _Touched, last: dict[tuple[str, str, str],
             doc_id = doc_id_for(document.requisites)
         except (ExtractError, IdentityError):
             continue  # a version that cannot be read is left out of the history (its run says why, if current)
+        state.load(doc_id)
         if touched.deleted:
             key = (doc_id, document.language, "")
             if last.get(key) != "repealed":
