@@ -38,6 +38,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_semantic.py": ["--rounds", "2"],
         "bench_cli.py": ["--runs", "5"],
         "bench_serve.py": ["--docs", "50000"],
+        "bench_kazlaw.py": ["--acts", "500", "2000", "--commits", "60", "--rounds", "3"],
     },
     "tiny": {
         "bench_extract.py": ["--rounds", "1"],
@@ -61,6 +62,19 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_semantic.py": ["--tiny"],
         "bench_cli.py": ["--runs", "1"],
         "bench_serve.py": ["--docs", "300", "--embedder", "hash", "--seconds", "2", "--rounds", "1"],
+        "bench_kazlaw.py": [
+            "--acts",
+            "20",
+            "40",
+            "--commits",
+            "12",
+            "--rounds",
+            "1",
+            "--lookups",
+            "30",
+            "--embedder",
+            "hash",
+        ],
     },
 }
 # seconds for the default size on 2 cores, once the real model's vectors are cached (see README). Run whole once:
