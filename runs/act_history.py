@@ -31,15 +31,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from enrich.chunking import text_hash, unit_paths
+from enrich.history_file import HistoryFile
 from enrich.registry import IdentityError, doc_id_for
 from enrich.storage import iter_parquet, write_parquet_stream
 from extractors.kazlaw import MAX_PARTS, META, parse_act, safe_loader
 from extractors.model import Document, ExtractError
-from lookup.history import ActHistory
 from runs.gitsource import TIMEOUT, Commit, GitError, _git
 from schemas.files import atomic_writer
 
-HISTORY = "history.parquet"
 HISTORY_SCHEMA = pa.schema(
     [
         pa.field("doc_id", pa.string(), nullable=False),
@@ -72,12 +71,12 @@ def build_history(
     """``out``: the previous history's rows and the rows of every commit each git source has that the last
     version did not read (``sources``: root → (its repository, the commit the last version read or None)),
     sorted by act (:data:`SORT_KEY`) in row groups of :data:`GROUP_ROWS` rows, so a lookup reads an act's one or two
-    row groups (:class:`lookup.history.ActHistory`). Returns the rows written.
+    row groups (:class:`lookup.history.HistoryFile`). Returns the rows written.
 
     The new rows are made act by act (each act's commits in order), so memory holds one act's state, not the
     corpus's; what an act already has is read from the previous history, its rows only. The sort is DuckDB's,
     under a memory limit, spilling to disk beside ``out``."""
-    prior = ActHistory.open(previous.parent) if previous is not None and previous.exists() else None
+    prior = HistoryFile.open(previous.parent) if previous is not None and previous.exists() else None
     fresh = out.with_name(out.name + ".fresh")
 
     def batches() -> Iterator[pa.Table]:
@@ -155,7 +154,7 @@ def _quoted(path: Path) -> str:
     return str(path).replace("'", "''")
 
 
-def _rows(repo: Path, root: Path, since: str | None, prior: ActHistory | None) -> Iterator[dict]:  # type: ignore[type-arg]
+def _rows(repo: Path, root: Path, since: str | None, prior: HistoryFile | None) -> Iterator[dict]:  # type: ignore[type-arg]
     """The rows of every act the commits after ``since`` touched under ``root``: act by act, each act's
     commits oldest first (a version already recorded, as after a rebuilt upstream's replay, is not recorded
     twice)."""
@@ -178,7 +177,7 @@ class _ActState:
     """What one act's history already holds: each part's latest text hash and every version recorded (read
     from the previous history when the act is first met, its rows only)."""
 
-    def __init__(self, prior: ActHistory | None) -> None:
+    def __init__(self, prior: HistoryFile | None) -> None:
         self.prior = prior
         self.loaded: set[str] = set()
         self.last: dict[tuple[str, str, str], str] = {}  # (doc, language, unit) → the text hash of its latest row

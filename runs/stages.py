@@ -35,9 +35,10 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from enrich.history_file import HISTORY
 from enrich.storage import read_parquet, write_parquet_atomic
 from runs import lease
-from runs.act_history import HISTORY, build_history, disagreements
+from runs.act_history import build_history, disagreements
 from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
@@ -314,8 +315,8 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
                 os.replace(out / name, staging / name)
     if lexical:
         with timed(info, "lexical"):
-            for enriched, out in lexical_jobs(state):
-                build_word_indexes(enriched, out)
+            for enriched, out, before in lexical_jobs(state):
+                build_word_indexes(enriched, out, before)
     info.rejected = rejects_table.num_rows
     state.update(info, Stage.ENRICHED)
     return state.path
