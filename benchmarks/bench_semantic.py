@@ -116,7 +116,9 @@ def bm25_build(root: Path, tiny: bool) -> Path:
     home = root / "corpus-hash"
     real = [CORPUS / "adilet", CORPUS / "kzlaws", CORPUS / "zan"] if CORPUS.is_dir() and not tiny else []
     zan_run(["--home", str(home), *[a for s in [*real, ROOT / "data" / "sample"] for a in ("--source", str(s))]])
-    table = pq.read_table(home / "versions" / "v000001" / "enriched_chunks.parquet", columns=["text", "language"])
+    table = pq.read_table(
+        home / "versions" / "v000001" / "enriched_chunks.parquet", columns=["text", "language", "text_hash"]
+    )
     copies = pa.concat_tables([table] * (2 if tiny else 16))
     big = root / "copies.parquet"
     pq.write_table(copies, big)

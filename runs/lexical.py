@@ -17,15 +17,17 @@ from vectors.lexical import LEXICAL
 from vectors.words import build_word_indexes
 
 
-def lexical_jobs(state: RunState) -> list[tuple[Path, Path]]:
-    """The BM25 indexes a run builds, as (enriched chunks, index folder): the staged version's when the run
-    staged new tables; else, for a published version from before lexical indexes, that version's."""
+def lexical_jobs(state: RunState) -> list[tuple[Path, Path, Path | None]]:
+    """The BM25 indexes a run builds, as (enriched chunks, index folder, the last version's index folder to
+    reuse unchanged chunks from, if any): the staged version's when the run staged new tables; else, for a
+    published version from before lexical indexes, that version's."""
+    previous = Published.load(Path(state.home), state.previous) if state.previous else None
     if not state.same:
         staging = staging_dir(Path(state.home), state.run_id)
-        return [(staging / "enriched_chunks.parquet", staging / LEXICAL)]
-    previous = Published.load(Path(state.home), state.previous) if state.previous else None
+        before = previous.folder / LEXICAL if previous is not None and (previous.folder / LEXICAL).is_dir() else None
+        return [(staging / "enriched_chunks.parquet", staging / LEXICAL, before)]
     if previous is not None and not (previous.folder / LEXICAL).exists():
-        return [(previous.folder / "enriched_chunks.parquet", previous.folder / LEXICAL)]
+        return [(previous.folder / "enriched_chunks.parquet", previous.folder / LEXICAL, None)]
     return []
 
 
@@ -67,6 +69,6 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     state.update(info)
 
 
-def _lexical_child(jobs: list[tuple[Path, Path]], send: Any) -> None:
+def _lexical_child(jobs: list[tuple[Path, Path, Path | None]], send: Any) -> None:
     """:func:`lexical_aside`'s process: build every index, and say how it went (:func:`runs.child.report`)."""
-    report(send, lambda: [build_word_indexes(enriched, out) for enriched, out in jobs], "the BM25 build")
+    report(send, lambda: [build_word_indexes(*job) for job in jobs], "the BM25 build")

@@ -243,7 +243,8 @@ def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_body
     stages.extract_all(state)
     stages.registry(state)
     stages.enrich(state, lexical=False)
-    [(enriched, out)] = lexical_jobs(stages.RunState.load(state))
+    [(enriched, out, before)] = lexical_jobs(stages.RunState.load(state))
+    assert before is None  # nothing published yet to reuse
     assert enriched.exists() and not out.exists()
     with pytest.raises(KeyError, match="the body"), stages.lexical_aside(state):
         raise KeyError("the body")

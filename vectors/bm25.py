@@ -28,6 +28,10 @@ import numpy as np
 K1, B = 1.5, 0.75
 BLOCK = 1_000_000  # entries per written column block: 8 bytes each (score + chunk row), ~8 MB
 READ = 262_144  # spill entries read at a time (~40 bytes each of temporaries)
+# Kept with a version (``close(vocab, keep_rows=True)``): each chunk's distinct term ids and their counts, and
+# where each chunk's start plus its length in tokens, so the next version reuses a chunk whose text did not
+# change instead of analysing it again (:class:`PreviousRows`, :func:`vectors.lexical.build_lexical`).
+ROWS_TERMS, ROWS_COUNTS, ROWS_INDEX = "rows.terms.bin", "rows.counts.bin", "rows.index.npy"
 
 
 def _write_npy(path: Path, dtype: np.dtype, length: int) -> BinaryIO:
@@ -78,6 +82,23 @@ class Bm25Writer:
         if len(self._pending) >= 65_536:
             self._flush_lengths()
 
+    def add_rows(self, terms: np.ndarray, counts: np.ndarray, distinct: np.ndarray, lengths: np.ndarray) -> None:
+        """Chunks already counted (another version's, :meth:`PreviousRows.take`): their distinct term ids and
+        counts back to back in row order, each chunk's number of distinct terms and its length in tokens."""
+        if not len(lengths):
+            return
+        terms = np.asarray(terms, np.int32)
+        if len(terms) and int(terms.max()) >= len(self._df):
+            self._df = np.concatenate([self._df, np.zeros(max(len(self._df), int(terms.max()) + 1), np.int64)])
+        self._df += np.bincount(terms, minlength=len(self._df))
+        self._terms.write(terms.tobytes())
+        self._counts.write(np.asarray(counts, np.int32).tobytes())
+        self._pending.extend(np.asarray(lengths, np.int64).tolist())
+        self._pending_distinct.extend(np.asarray(distinct, np.int64).tolist())
+        self.chunks += len(lengths)
+        if len(self._pending) >= 65_536:
+            self._flush_lengths()
+
     def _flush_lengths(self) -> None:
         self._lengths.append(np.asarray(self._pending, np.int32))
         self._distinct.append(np.asarray(self._pending_distinct, np.int32))
@@ -89,8 +110,9 @@ class Bm25Writer:
             f.close()
             Path(f.name).unlink()
 
-    def close(self, vocab: dict[str, int]) -> None:
-        """Writes ``data``/``indices``/``indptr``, the vocabulary and the parameters; removes the spill files."""
+    def close(self, vocab: dict[str, int], keep_rows: bool = False) -> None:
+        """Writes ``data``/``indices``/``indptr``, the vocabulary and the parameters; the spill files are removed,
+        or with ``keep_rows`` kept as the version's rows (:data:`ROWS_TERMS`...) for the next version to reuse."""
         import bm25s
 
         self._flush_lengths()
@@ -126,8 +148,13 @@ class Bm25Writer:
             data.close()
             indices.close()
         np.save(self.folder / "indptr.csc.index.npy", indptr)
-        (self.folder / ".spill.terms").unlink()
-        (self.folder / ".spill.counts").unlink()
+        if keep_rows:
+            np.save(self.folder / ROWS_INDEX, np.concatenate([starts, lengths.astype(np.int64)]))
+            (self.folder / ".spill.terms").rename(self.folder / ROWS_TERMS)
+            (self.folder / ".spill.counts").rename(self.folder / ROWS_COUNTS)
+        else:
+            (self.folder / ".spill.terms").unlink()
+            (self.folder / ".spill.counts").unlink()
         # bm25s appends the empty token past the matrix's columns (its stand-in for a query of unknown words)
         saved = vocab if "" in vocab else {**vocab, "": n_vocab}
         (self.folder / "vocab.index.json").write_text(json.dumps(saved, ensure_ascii=False), "utf-8")
@@ -187,3 +214,43 @@ class Bm25Writer:
                 np.add.at(cursor, cols[first], np.diff(np.r_[first, len(cols)]))
         data.write(out_scores.tobytes())
         indices.write(out_rows.tobytes())
+
+
+class PreviousRows:
+    """Another version's counted chunks (kept by ``close(vocab, keep_rows=True)``), memory-mapped: what
+    :meth:`take` gives a chunk is what analysing and counting its text again would, in this writer's ids."""
+
+    def __init__(self, folder: Path) -> None:
+        index = np.load(folder / ROWS_INDEX, mmap_mode="r")
+        self.size = (len(index) - 1) // 2
+        self.starts, self.lengths = np.asarray(index[: self.size + 1]), np.asarray(index[self.size + 1 :])
+        total = int(self.starts[-1])
+        self.terms = np.memmap(folder / ROWS_TERMS, np.int32, "r") if total else np.zeros(0, np.int32)
+        self.counts = np.memmap(folder / ROWS_COUNTS, np.int32, "r") if total else np.zeros(0, np.int32)
+        saved: dict[str, int] = json.loads((folder / "vocab.index.json").read_text("utf-8"))
+        self.words = [""] * len(saved)
+        for word, at in saved.items():
+            self.words[at] = word
+        self._mapped = np.full(len(self.words), -1, np.int64)  # previous id -> the writer's id, as needed
+
+    @classmethod
+    def open(cls, folder: Path | None) -> PreviousRows | None:
+        """The rows kept under ``folder``, or None where there are none (no folder, or a version built
+        before rows were kept)."""
+        if folder is None or not all((folder / n).exists() for n in (ROWS_INDEX, ROWS_TERMS, ROWS_COUNTS)):
+            return None
+        return cls(folder)
+
+    def take(self, rows: np.ndarray, vocab: dict[str, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``rows``' (terms, counts, distinct per row, length per row), terms as positions in ``vocab`` (new
+        words get the next ones): the arguments of :meth:`Bm25Writer.add_rows`."""
+        rows = np.asarray(rows, np.int64)
+        first, last = self.starts[rows], self.starts[rows + 1]
+        distinct = last - first
+        offsets = np.repeat(first - np.cumsum(np.r_[0, distinct[:-1]]), distinct)
+        at = offsets + np.arange(int(distinct.sum()))
+        old = np.asarray(self.terms[at], np.int64)
+        missing = np.unique(old[self._mapped[old] < 0])
+        for word_id in missing.tolist():
+            self._mapped[word_id] = vocab.setdefault(self.words[word_id], len(vocab))
+        return self._mapped[old], np.asarray(self.counts[at]), distinct, self.lengths[rows]

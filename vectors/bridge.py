@@ -29,11 +29,15 @@ import hashlib
 import heapq
 import json
 import re
+import shutil
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vectors.lexical import kazakh_terms, terms, words
@@ -62,33 +66,61 @@ def _points(text: str) -> dict[str, str]:
 
 def aligned_pairs(enriched: Path, limit: int = MAX_UNITS) -> Iterable[tuple[str, str]]:
     """(Kazakh text, Russian text) of each article or section an act states in both languages, пункт by
-    пункт where both editions number the same пункты. At most ``limit`` units: those whose key hashes
-    lowest, so the sample is spread over every act, the same from one version to the next, and a changed act
-    moves it only where its own units were drawn. Two passes: the first reads no text, the second keeps only
-    the drawn units' (memory follows ``limit``, not the corpus)."""
+    пункт where both editions number the same пункты (:func:`drawn_units`, :func:`unit_pairs`)."""
+    return unit_pairs(drawn_units(enriched, limit))
+
+
+Units = dict[tuple[str, str], dict[str, list[str]]]
+
+
+def drawn_units(enriched: Path, limit: int = MAX_UNITS) -> Units:
+    """The texts, by language, of at most ``limit`` of the articles or sections stated in both languages:
+    those whose key hashes lowest, so the sample is spread over every act, the same from one version to the
+    next, and a changed act moves it only where its own units were drawn. Two passes: the first reads no
+    text, the second decodes only the drawn units' rows (memory follows ``limit``, not the corpus)."""
     reader = pq.ParquetFile(enriched, pre_buffer=False)
-    seen: dict[tuple[str, str], set[str]] = defaultdict(set)
+    ids: dict[tuple[str, str], int] = {}  # unit -> its number
+    found_in: list[int] = []  # unit number -> a bit per language it is stated in
+    unit_of: list[np.ndarray] = []  # each row's unit (-1: none), batch by batch
     for batch in reader.iter_batches(batch_size=65_536, columns=["doc_id", "language", "article_labels", "path"]):
-        for doc, language, labels, path in zip(*(batch.column(c).to_pylist() for c in batch.column_names),
-                                               strict=True):  # fmt: skip
+        here = np.full(batch.num_rows, -1, np.int64)
+        listed = zip(*(batch.column(c).to_pylist() for c in batch.column_names), strict=True)
+        for row, (doc, language, labels, path) in enumerate(listed):
             label = _label(labels, path)
             if label is not None and language in LANGUAGES:
-                seen[(doc, label)].add(language)
-    both = [key for key, found in seen.items() if len(found) == len(LANGUAGES)]
-    del seen
-    drawn = set(heapq.nsmallest(limit, both, key=_draw))
-    units: dict[tuple[str, str], dict[str, list[str]]] = {}
-    columns = ["doc_id", "language", "article_labels", "path", "text"]
-    for batch in reader.iter_batches(batch_size=4_096, columns=columns):
-        rows = zip(*(batch.column(c).to_pylist() for c in columns), strict=True)
-        for doc, language, labels, path, text in rows:
-            key = (doc, _label(labels, path) or "")
-            if key not in drawn or language not in LANGUAGES or not text:
+                unit = here[row] = ids.setdefault((doc, label), len(ids))
+                if unit == len(found_in):
+                    found_in.append(0)
+                found_in[unit] |= 1 << LANGUAGES.index(language)
+        unit_of.append(here)
+    keys = list(ids)
+    both = [key for key, found in zip(keys, found_in, strict=True) if found == (1 << len(LANGUAGES)) - 1]
+    drawn = np.zeros(len(keys), bool)
+    for key in heapq.nsmallest(limit, both, key=_draw):
+        drawn[ids[key]] = True
+    del ids, found_in, both
+    units: Units = {}
+    if not drawn.any():
+        return units
+    columns = ["language", "text"]
+    for batch, rows_unit in zip(reader.iter_batches(batch_size=65_536, columns=columns), unit_of, strict=True):
+        picked = np.flatnonzero((rows_unit >= 0) & drawn[np.maximum(rows_unit, 0)])
+        if not len(picked):
+            continue
+        taken = batch.take(pa.array(picked))
+        for unit, language, text in zip(rows_unit[picked].tolist(), *(taken.column(c).to_pylist() for c in columns),
+                                        strict=True):  # fmt: skip
+            if language not in LANGUAGES or not text:
                 continue
-            held = units.setdefault(key, {}).setdefault(language, [])
+            held = units.setdefault(keys[unit], {}).setdefault(language, [])
             if sum(map(len, held)) < MAX_UNIT_CHARS:
                 held.append(text)
-    for by_language in units.values():  # in the order the chunks are stored: the same from run to run
+    return units
+
+
+def unit_pairs(units: Units) -> Iterable[tuple[str, str]]:
+    """The aligned (Kazakh, Russian) pairs of :func:`drawn_units`, in the order the chunks are stored."""
+    for by_language in units.values():
         if len(by_language) < 2:
             continue
         kaz, rus = "\n".join(by_language["kaz"]), "\n".join(by_language["rus"])
@@ -114,8 +146,55 @@ def _section(path: str | None) -> str | None:
     return path.removeprefix("kaz/").removeprefix("rus/") or None
 
 
-def build_bridge(enriched: Path, out: Path) -> int:
-    """Write the version's term table to ``out`` (JSON); returns the number of aligned pairs it was learned from."""
+def build_bridge(enriched: Path, out: Path, previous: Path | None = None) -> int:
+    """Write the version's term table to ``out`` (JSON); returns the number of aligned pairs it was learned from.
+
+    ``previous`` (the last version's table): when at most :data:`CARRY_SHARE` of the units that table was
+    learned from changed or left the draw since, it is kept as it is, with the digests of what it was learned
+    from (:data:`BRIDGE_UNITS`), instead of learned again: the model is a statistic of thousands of units, a
+    changed act moves it by a few of them, and learning it is most of an incremental run's word indexes. The
+    share is counted against what the table was *learned* from, not against the last version, so carried
+    tables never drift further than that; past it, the table is learned again."""
+    units = drawn_units(enriched)
+    digests = {"\0".join(key): _digest(by_language) for key, by_language in units.items() if len(by_language) > 1}
+    carried = _carried(previous, digests) if previous is not None else None
+    if carried is not None:
+        assert previous is not None
+        shutil.copyfile(previous, out)
+        out.with_name(BRIDGE_UNITS).write_text(json.dumps(carried, sort_keys=True), "utf-8")
+        return int(carried["pairs"])
+    pairs = _learn(unit_pairs(units), out)
+    learned = {"trained": digests, "pairs": pairs, "carried": 0, "changed": 0}
+    out.with_name(BRIDGE_UNITS).write_text(json.dumps(learned, sort_keys=True), "utf-8")
+    return pairs
+
+
+BRIDGE_UNITS = "bridge.units.json"  # beside the table: a digest of each unit it was learned from
+CARRY_SHARE = 0.02
+
+
+def _digest(by_language: dict[str, list[str]]) -> str:
+    text = "\1".join("\0".join(by_language.get(language, ())) for language in LANGUAGES)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
+
+
+def _carried(previous: Path, digests: dict[str, str]) -> dict[str, Any] | None:
+    """What :data:`BRIDGE_UNITS` says when ``previous`` is kept for units now digesting to ``digests``; None
+    when it must be learned again (too much changed, or no digests: a table from before they were kept)."""
+    units = previous.with_name(BRIDGE_UNITS)
+    if not previous.exists() or not units.exists():
+        return None
+    kept = json.loads(units.read_text("utf-8"))
+    trained: dict[str, str] = kept.get("trained") or {}
+    changed = sum(trained.get(key) != digest for key, digest in digests.items())
+    changed += sum(key not in digests for key in trained)
+    if not trained or changed > CARRY_SHARE * len(trained):
+        return None
+    return {**kept, "carried": int(kept.get("carried", 0)) + 1, "changed": changed}
+
+
+def _learn(pairs: Iterable[tuple[str, str]], out: Path) -> int:
+    """Learn the term table from aligned ``pairs`` and write it to ``out``; returns the pairs used."""
     import Stemmer
 
     stem = Stemmer.Stemmer("russian")
@@ -124,7 +203,7 @@ def build_bridge(enriched: Path, out: Path) -> int:
     surface: dict[str, Counter[str]] = defaultdict(Counter)
     kaz_surface: dict[str, Counter[str]] = defaultdict(Counter)
     links = 0
-    for kaz, rus in aligned_pairs(enriched):
+    for kaz, rus in pairs:
         kaz_terms_here, rus_terms_here = _analysed(kaz, "kaz"), _analysed(rus, "rus")
         links += len(kaz_terms_here) * len(rus_terms_here)
         if links > MAX_LINKS:

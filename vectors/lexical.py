@@ -118,14 +118,24 @@ def term_ids(flat: list[str], vocab: dict[str, int]) -> np.ndarray:
     return np.asarray(mapping[encoded.indices.to_numpy(zero_copy_only=False)], np.int32)
 
 
-def build_lexical(enriched: Path, out: Path, extras: Iterable[Callable[[Path, Path], object]] = ()) -> int:
+def build_lexical(
+    enriched: Path,
+    out: Path,
+    extras: Iterable[Callable[[Path, Path], object]] = (),
+    previous: Path | None = None,
+) -> int:
     """The BM25 index of a version's chunks (``enriched``, in file order) and their texts by row
     (:mod:`vectors.texts`), and what each of ``extras`` writes beside them (``extra(enriched, folder)``: the
     documents' cards, the bridge: :func:`vectors.words.build_word_indexes`), written to ``out`` (replaced
     whole, via a temporary folder); returns the number of chunks. Built out of core (:mod:`vectors.bm25`):
     memory does not grow with the corpus. Each batch is
     analysed, mapped to term ids and counted whole (:func:`batch_terms`, :func:`term_ids`,
-    :meth:`~vectors.bm25.Bm25Writer.add_batch`): the same index as chunk by chunk, in a third of the time."""
+    :meth:`~vectors.bm25.Bm25Writer.add_batch`): the same index as chunk by chunk, in a third of the time.
+
+    ``previous`` (the last version's lexical folder): a chunk whose text and language it already holds is not
+    analysed again; its counted terms (:class:`~vectors.bm25.PreviousRows`) and its compressed text are copied,
+    so the build's cost follows what changed. Every score is the one a build from scratch gives (the
+    vocabulary's order may differ, no number does: ``tests/test_plain_words.py``)."""
     from vectors.bm25 import Bm25Writer
 
     vocab: dict[str, int] = {}
@@ -133,16 +143,29 @@ def build_lexical(enriched: Path, out: Path, extras: Iterable[Callable[[Path, Pa
     shutil.rmtree(tmp, ignore_errors=True)
     texts = TextWriter(tmp)  # the same stream, kept for answers (vectors.texts)
     index = Bm25Writer(tmp)
+    before = _Before.open(previous) if previous is not None else None
+    keys: list[np.ndarray] = []
     reader = pq.ParquetFile(enriched, pre_buffer=False)
-    for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language"]):
-        chunk_texts = batch.column("text").to_pylist()
-        flat, lengths = batch_terms(chunk_texts, batch.column("language").to_pylist())
-        index.add_batch(term_ids(flat, vocab), lengths)
-        for text in chunk_texts:
-            texts.add(text or "")
+    for batch in reader.iter_batches(batch_size=BATCH, columns=["text", "language", "text_hash"]):
+        languages = batch.column("language").to_pylist()
+        batch_keys = row_keys(batch.column("text_hash").to_pylist(), languages)
+        keys.append(batch_keys)
+        found = before.find(batch_keys) if before is not None else np.full(len(languages), -1, np.int64)
+        for start, stop, reused in _runs(found >= 0):
+            if reused:
+                assert before is not None
+                index.add_rows(*before.rows.take(found[start:stop], vocab))
+                texts.add_frames(before.texts, found[start:stop])
+                continue
+            chunk_texts = batch.column("text").slice(start, stop - start).to_pylist()
+            flat, lengths = batch_terms(chunk_texts, languages[start:stop])
+            index.add_batch(term_ids(flat, vocab), lengths)
+            for text in chunk_texts:
+                texts.add(text or "")
     texts.close()
     if index.chunks:
-        index.close(vocab)
+        index.close(vocab, keep_rows=True)
+        np.save(tmp / ROW_KEYS, np.concatenate(keys))
     else:
         index.discard()
     for extra in extras:  # more indexes of the same version, published in the same folder
@@ -150,6 +173,64 @@ def build_lexical(enriched: Path, out: Path, extras: Iterable[Callable[[Path, Pa
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return index.chunks
+
+
+ROW_KEYS = "rows.keys.npy"  # each row's (text hash, language) as 64 bits, in row order
+
+
+def row_keys(hashes: list[str | None], languages: list[str | None]) -> np.ndarray:
+    """What decides a chunk's terms, as one number a row: its text's hash (``text_hash``) and its language."""
+    return np.fromiter(
+        (
+            int(h[:15], 16) ^ (_LANGUAGE_BITS.get(lang or "", 7) << 60) if h else -1
+            for h, lang in zip(hashes, languages, strict=True)
+        ),  # fmt: skip
+        np.int64,
+        len(hashes),
+    )
+
+
+_LANGUAGE_BITS = {"rus": 1, "kaz": 2, "eng": 3}
+
+
+def _runs(mask: np.ndarray) -> Iterable[tuple[int, int, bool]]:
+    """(start, stop, value) of each run of equal values in ``mask``."""
+    if not len(mask):
+        return
+    edges = np.flatnonzero(np.diff(mask.astype(np.int8))) + 1
+    bounds = [0, *edges.tolist(), len(mask)]
+    for start, stop in zip(bounds, bounds[1:], strict=False):
+        yield start, stop, bool(mask[start])
+
+
+class _Before:
+    """The last version's lexical folder as :func:`build_lexical` reuses it: its rows by key."""
+
+    def __init__(self, folder: Path) -> None:
+        from vectors.bm25 import PreviousRows
+        from vectors.texts import TextFile
+
+        rows, text_file = PreviousRows.open(folder), TextFile.open(folder)
+        assert rows is not None and text_file is not None
+        self.rows, self.texts = rows, text_file
+        keys = np.load(folder / ROW_KEYS)
+        self.order = np.argsort(keys, kind="stable")
+        self.sorted = keys[self.order]
+
+    @classmethod
+    def open(cls, folder: Path) -> _Before | None:
+        from vectors.bm25 import ROWS_COUNTS, ROWS_INDEX, ROWS_TERMS
+        from vectors.texts import DATA, INDEX
+
+        needed = (ROW_KEYS, ROWS_INDEX, ROWS_TERMS, ROWS_COUNTS, DATA, INDEX, "vocab.index.json")
+        return cls(folder) if all((folder / name).exists() for name in needed) else None
+
+    def find(self, keys: np.ndarray) -> np.ndarray:
+        """Each key's row in the last version, or -1."""
+        at = np.searchsorted(self.sorted, keys)
+        at[at >= len(self.sorted)] = 0
+        hit = (self.sorted[at] == keys) & (keys >= 0) if len(self.sorted) else np.zeros(len(keys), bool)
+        return np.where(hit, self.order[at] if len(self.sorted) else -1, -1)
 
 
 class LexicalIndex:

@@ -43,6 +43,14 @@ class TextWriter:
         self._offsets.append(self._offsets[-1] + len(frame))
         self._sizes.append(len(raw))
 
+    def add_frames(self, source: TextFile, rows: np.ndarray) -> None:
+        """``source``'s texts of ``rows``, as they are stored there (compressed once, copied as bytes)."""
+        for row in np.asarray(rows, np.int64).tolist():
+            start, end = int(source.offsets[row]), int(source.offsets[row + 1])
+            self._data.write(source.data[start:end].tobytes())
+            self._offsets.append(self._offsets[-1] + end - start)
+            self._sizes.append(int(source.lengths[row]))
+
     def close(self) -> int:
         """Finish both files; returns the texts written."""
         self._data.close()

@@ -11,15 +11,17 @@ from vectors.documents import DOC_CARDS, build_cards
 from vectors.lexical import build_lexical
 
 
-def build_word_indexes(enriched: Path, out: Path) -> int:
+def build_word_indexes(enriched: Path, out: Path, previous: Path | None = None) -> int:
     """Every word-level index of the version whose chunks are ``enriched``, to ``out`` (replaced whole);
-    returns the number of chunks."""
-    return build_lexical(enriched, out, extras=(_cards, _bridge))
+    returns the number of chunks. ``previous``, the last version's ``lexical/`` folder where there is one: what
+    it holds of unchanged chunks is reused (:func:`vectors.lexical.build_lexical`,
+    :func:`vectors.bridge.build_bridge`)."""
+
+    def bridge(chunks: Path, folder: Path) -> None:
+        build_bridge(chunks, folder / BRIDGE, previous=previous / BRIDGE if previous is not None else None)
+
+    return build_lexical(enriched, out, extras=(_cards, bridge), previous=previous)
 
 
 def _cards(enriched: Path, folder: Path) -> None:
     build_cards(enriched, folder / DOC_CARDS)
-
-
-def _bridge(enriched: Path, folder: Path) -> None:
-    build_bridge(enriched, folder / BRIDGE)

@@ -1,0 +1,133 @@
+"""A version's word indexes built from the last version's (issue 44: a run's cost follows the change): chunks
+whose text and language did not change are not analysed again, and every score, text and hit is the one a
+build from scratch gives; the Kazakh↔Russian bridge is kept while few of the units it was learned from
+changed, and learned again past that."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import vectors.lexical
+from enrich.chunking import text_hash
+from schemas.published import published_file
+from vectors.bridge import BRIDGE, BRIDGE_UNITS, CARRY_SHARE, drawn_units
+from vectors.lexical import LexicalIndex
+from vectors.texts import TextFile
+from vectors.words import build_word_indexes
+
+QUESTIONS = ("охрана труда работодателя", "еңбекті қорғау", "погрузчик без удостоверения", "огнетушитель склад",
+             "permit-required confined spaces", "xyzzy")  # fmt: skip
+
+
+def _edited(chunks: Path, out: Path, edit: dict[int, str], drop: set[int], front: str | None = None) -> list[str]:
+    """``chunks`` with the texts of ``edit`` replaced (and their hashes), the rows of ``drop`` gone and, with
+    ``front``, a copy of the first row with that text put first: the next version's chunks. Returns its texts."""
+    table = pq.read_table(chunks)
+    rows = table.to_pylist()
+    for at, text in edit.items():
+        rows[at] = {**rows[at], "text": text, "text_hash": text_hash(text)}
+    rows = [row for at, row in enumerate(rows) if at not in drop]
+    if front is not None:
+        rows.insert(
+            0, {**rows[0], "chunk_id": rows[0]["chunk_id"] + ":new", "text": front, "text_hash": text_hash(front)}
+        )
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), out, row_group_size=50)
+    return [row["text"] for row in rows]
+
+
+def _counting(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The texts :func:`vectors.lexical.batch_terms` analyses from now on."""
+    analysed: list[str] = []
+    real = vectors.lexical.batch_terms
+
+    def counted(texts: list[str | None], languages: list[str | None]) -> tuple[list[str], np.ndarray]:
+        analysed.extend(t or "" for t in texts)
+        return real(texts, languages)
+
+    monkeypatch.setattr(vectors.lexical, "batch_terms", counted)
+    return analysed
+
+
+def test_a_build_from_the_last_version_analyses_only_changed_chunks_and_scores_as_a_fresh_one(
+    sample_run: tuple[object, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, home = sample_run
+    chunks = published_file(home, "enriched_chunks.parquet")
+    monkeypatch.setattr(vectors.lexical, "BATCH", 16)  # several batches, each mixing reused and analysed runs
+    first = tmp_path / "first"
+    build_word_indexes(chunks, first)
+    n = pq.read_metadata(chunks).num_rows
+    assert n > 60
+    edit = {5: "Погрузчик без удостоверения к работе не допускается.", 40: "Огнетушитель на складе обязателен."}
+    texts = _edited(
+        chunks, tmp_path / "next.parquet", edit, drop={10, 11}, front="Еңбекті қорғау жөніндегі жаңа ереже."
+    )
+    analysed = _counting(monkeypatch)
+    reused, fresh = tmp_path / "reused", tmp_path / "fresh"
+    assert build_word_indexes(tmp_path / "next.parquet", reused, previous=first) == len(texts) == n - 2 + 1
+    assert sorted(analysed) == sorted([*edit.values(), "Еңбекті қорғау жөніндегі жаңа ереже."])
+    analysed.clear()
+    build_word_indexes(tmp_path / "next.parquet", fresh)
+    assert len(analysed) == len(texts)  # a build without a last version analyses every chunk
+    ours, theirs = LexicalIndex(reused), LexicalIndex(fresh)
+    for question in QUESTIONS:
+        assert np.array_equal(ours.scores(question), theirs.scores(question)), question
+    assert ours.top("погрузчик без удостоверения", 3)[0][0] == 6  # the edited row, one down after the new first row
+    assert not ours.top("xyzzy", 3)
+    everything = list(range(len(texts)))
+    assert TextFile(reused).get(everything) == TextFile(fresh).get(everything) == texts
+    again = tmp_path / "again"  # reused from a version that was itself built by reuse
+    build_word_indexes(tmp_path / "next.parquet", again, previous=reused)
+    assert np.array_equal(LexicalIndex(again).scores("еңбекті қорғау"), theirs.scores("еңбекті қорғау"))
+
+
+def test_a_last_version_without_kept_rows_is_a_build_from_scratch(sample_run, tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    chunks = published_file(home, "enriched_chunks.parquet")
+    old = tmp_path / "old"
+    build_word_indexes(chunks, old)
+    (old / "rows.terms.bin").unlink()  # a version built before rows were kept
+    analysed = _counting(monkeypatch)
+    build_word_indexes(chunks, tmp_path / "new", previous=old)
+    assert len(analysed) == pq.read_metadata(chunks).num_rows
+    assert np.array_equal(
+        LexicalIndex(tmp_path / "new").scores("охрана труда"), LexicalIndex(old).scores("охрана труда")
+    )
+
+
+def test_the_bridge_is_kept_while_few_of_its_units_changed_and_learned_again_past_that(
+    corpus_run: tuple[object, Path], tmp_path: Path
+) -> None:
+    _, home = corpus_run
+    chunks = published_file(home, "enriched_chunks.parquet")
+    first = tmp_path / "first"
+    build_word_indexes(chunks, first)
+    learned = json.loads((first / BRIDGE_UNITS).read_text())
+    assert learned["carried"] == 0 and len(learned["trained"]) >= 150  # the Labour Code in both languages (208 units)
+    table = pq.read_table(chunks, columns=["doc_id", "language", "article_labels", "path"]).to_pylist()
+    drawn = {doc + "\0" + label for doc, label in drawn_units(chunks)}
+    in_drawn = [at for at, row in enumerate(table)
+                if row["language"] == "rus" and row["article_labels"] and len(row["article_labels"]) == 1
+                and row["doc_id"] + "\0" + row["article_labels"][0] in drawn]  # fmt: skip
+    one = _edited(chunks, tmp_path / "one.parquet", {in_drawn[0]: "Изменённая редакция статьи."}, drop=set())
+    assert one
+    build_word_indexes(tmp_path / "one.parquet", tmp_path / "carried", previous=first)
+    carried = json.loads((tmp_path / "carried" / BRIDGE_UNITS).read_text())
+    assert carried["carried"] == 1 and carried["changed"] == 1 and carried["trained"] == learned["trained"]
+    assert (tmp_path / "carried" / BRIDGE).read_bytes() == (first / BRIDGE).read_bytes()
+    many = {at: f"Изменённая редакция статьи {at}." for at in in_drawn[:: max(1, len(in_drawn) // 40)]}
+    units = {table[at]["doc_id"] + "\0" + table[at]["article_labels"][0] for at in many}
+    assert len(units) > CARRY_SHARE * len(learned["trained"])
+    _edited(chunks, tmp_path / "many.parquet", many, drop=set())
+    build_word_indexes(tmp_path / "many.parquet", tmp_path / "relearned", previous=tmp_path / "carried")
+    relearned = json.loads((tmp_path / "relearned" / BRIDGE_UNITS).read_text())
+    assert relearned["carried"] == 0 and relearned["trained"] != learned["trained"]
+    fresh = tmp_path / "fresh"
+    build_word_indexes(tmp_path / "many.parquet", fresh)
+    assert (fresh / BRIDGE).read_bytes() == (tmp_path / "relearned" / BRIDGE).read_bytes()
