@@ -201,7 +201,8 @@ def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()
     recorded = previous.manifest.file_keys if previous else {}
     keys = {str(f): recorded[str(f)] if git.untouched(f, recorded) else file_key(f) for f in scope.files}
     reused = set() if only else _reusable(scope, previous, keys)
-    pending = [f for f in scope.files if _needs_reading(f, reused, previous)]
+    unreadable = set() if only else _still_rejected(previous, keys)
+    pending = [f for f in scope.files if str(f) not in unreadable and _needs_reading(f, reused, previous)]
     repealed = _repealed(scope, previous, git) if not only else {}
     return Prepared(keys, reused, pending, git.commits, repealed, git.notes)
 
@@ -287,6 +288,20 @@ def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) ->
     recorded = previous.manifest.file_keys
     candidates = previous.doc_files() if scope.is_full else {d: previous.doc_files()[d] for d in scope.touched}
     return {d for d, files in candidates.items() if files and all(keys.get(f) == recorded.get(f) for f in files)}
+
+
+def _still_rejected(previous: Published | None, keys: dict[str, str]) -> set[str]:
+    """Files the last version rejected when extracting them, unchanged since (the same content, companions and
+    code: the same key): reading them again would give the same reject, which :func:`carry_rejects` keeps. A
+    reject of a later stage (an identity another document claims…) depends on other files, and is read again."""
+    if previous is None or not previous.rejects.num_rows:
+        return set()
+    recorded = previous.manifest.file_keys
+    rejects = previous.rejects.select(["source_file", "stage"]).to_pylist()
+    failed = {r["source_file"] for r in rejects if r["stage"] == "extract" and r["source_file"]}
+    later = {r["source_file"] for r in rejects if r["stage"] != "extract"}
+    owned = previous.file_owners()
+    return {f for f in failed - later if f not in owned and f in keys and recorded.get(f) == keys[f]}
 
 
 def _needs_reading(path: Path, reused: set[str], previous: Published | None) -> bool:

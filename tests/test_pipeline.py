@@ -79,6 +79,14 @@ def test_bad_files_become_rejects_and_the_run_goes_on(tmp_path: Path) -> None:
     assert (info.documents, info.rejected) == (1, 2)
     reasons = dict(_sql(tmp_path / "home", "SELECT regexp_extract(source_file, '[^/]+$'), reason FROM rejects"))
     assert "invalid JSON" in reasons["broken.json"] and "no <article> body" in reasons["page.html"]
+    again = run([source], tmp_path / "home")  # unchanged bad files are not read again; their rejects stay
+    assert (again.files, again.documents, again.rejected) == (0, 1, 2)
+    assert dict(_sql(tmp_path / "home", "SELECT regexp_extract(source_file, '[^/]+$'), reason FROM rejects")) == reasons
+    (source / "zan" / "broken.json").write_text("[]", "utf-8")  # changed: read again, with its new reason
+    third = run([source], tmp_path / "home")
+    assert (third.files, third.rejected) == (1, 2)
+    reasons = dict(_sql(tmp_path / "home", "SELECT regexp_extract(source_file, '[^/]+$'), reason FROM rejects"))
+    assert "must be a JSON object" in reasons["broken.json"] and "no <article> body" in reasons["page.html"]
 
 
 def test_a_failed_run_leaves_published_files_intact(tmp_path: Path) -> None:
