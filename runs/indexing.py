@@ -113,9 +113,18 @@ def index(
     centroids = state.tables_folder() / CENTROIDS
     if not centroids.exists() or changes.count(*WRITTEN):  # every vector is stored now: the documents' means
         with timed(info, "documents"):
-            build_centroids(path, store, centroids)
+            build_centroids(path, store, centroids, previous=_previous_centroids(state))
     state.update(info, Stage.INDEXED)
     return info
+
+
+def _previous_centroids(state: RunState) -> Path | None:
+    """The published version's centroids, for documents that did not change to keep theirs: only when they
+    come from the same embedder's vectors."""
+    previous = Published.load(Path(state.home), state.previous) if state.previous else None
+    if previous is None or previous.manifest.embedder != state.embedder_id:
+        return None
+    return previous.folder / CENTROIDS
 
 
 BLOCK = 5_000  # rows read, embedded and stored at a time by :func:`stream_changes` (Chroma calls: BATCH)

@@ -234,7 +234,10 @@ class RunState:
         return RunOptions.from_json(self.options)
 
     def save(self) -> Path:
-        write_text_atomic(self.path, json.dumps(asdict(self), ensure_ascii=False, default=str))
+        # the fields as they are (JSON values already): ``asdict`` deep-copies every file key first, a third of
+        # a save's time in a 20 000-file scope, and a run saves its state after every stage
+        shallow = {f.name: getattr(self, f.name) for f in fields(self)}
+        write_text_atomic(self.path, json.dumps(shallow, ensure_ascii=False, default=str))
         return self.path
 
     @classmethod

@@ -131,3 +131,45 @@ def test_the_bridge_is_kept_while_few_of_its_units_changed_and_learned_again_pas
     fresh = tmp_path / "fresh"
     build_word_indexes(tmp_path / "many.parquet", fresh)
     assert (fresh / BRIDGE).read_bytes() == (tmp_path / "relearned" / BRIDGE).read_bytes()
+
+
+def test_documents_whose_chunks_did_not_change_keep_their_centroids(
+    sample_run: tuple[object, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from schemas.published import published_dir, read_manifest
+    from vectors.documents import CENTROIDS, IDS, build_centroids
+    from vectors.store import VectorStore
+
+    _, home = sample_run
+    folder = published_dir(home)
+    assert folder is not None
+    chunks = folder / "enriched_chunks.parquet"
+    table = pq.read_table(chunks)
+    docs = table.column("doc_id").to_pylist()
+    changed = docs[-1]
+    hashes = table.column("text_hash").to_pylist()
+    at = docs.index(changed)  # its first chunk now reads as the first chunk of the first document
+    edited = table.set_column(table.schema.get_field_index("text_hash"), "text_hash",
+                              pa.array([hashes[0] if n == at else h for n, h in enumerate(hashes)]))  # fmt: skip
+    pq.write_table(edited, tmp_path / "next.parquet")
+    store = VectorStore(home, read_manifest(folder).embedder)
+    assert store.matrix(hashes)[1].all()
+    read: list[str] = []
+    real = VectorStore.matrix
+
+    def counted(self: VectorStore, wanted: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        read.extend(wanted)
+        return real(self, wanted)
+
+    monkeypatch.setattr(VectorStore, "matrix", counted)
+    assert build_centroids(tmp_path / "next.parquet", store, tmp_path / "kept", previous=folder / CENTROIDS) > 5
+    assert len(read) == docs.count(changed)  # only the changed document's vectors were read
+    read.clear()
+    build_centroids(tmp_path / "next.parquet", store, tmp_path / "scratch")
+    assert len(read) == len(docs)
+    assert json.loads((tmp_path / "kept" / IDS).read_text()) == json.loads((tmp_path / "scratch" / IDS).read_text())
+    kept, scratch = np.load(tmp_path / "kept" / "vectors.npy"), np.load(tmp_path / "scratch" / "vectors.npy")
+    assert kept.shape == scratch.shape and np.array_equal(kept, scratch)
+    ids = json.loads((tmp_path / "kept" / IDS).read_text())
+    before = np.load(folder / CENTROIDS / "vectors.npy")
+    assert not np.array_equal(kept[ids.index(changed)], before[ids.index(changed)])

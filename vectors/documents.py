@@ -16,13 +16,16 @@ gives the order its chance (:mod:`lookup.plain`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vectors.store import VectorStore
@@ -87,40 +90,85 @@ def build_cards(enriched: Path, out: Path) -> int:
     return len(ids)
 
 
-def build_centroids(enriched: Path, store: VectorStore, out: Path, block: int = 20_000) -> int:
+def build_centroids(
+    enriched: Path, store: VectorStore, out: Path, block: int = 20_000, previous: Path | None = None
+) -> int:
     """Each document's centroid (the mean of its chunks' stored vectors, normalised) to ``out``, replaced whole;
     returns the number of documents. Chunks whose vector is not stored (none, after an index stage) are left
-    out of their document's mean."""
+    out of their document's mean.
+
+    ``previous`` (the last version's centroids): a document whose chunk texts are those it had there (a digest of
+    its ``text_hash`` column, in order; :data:`DIGESTS`) keeps its centroid, and only the others' vectors are
+    read: after a commit that changed ten acts, ten means are taken, not every act's. A document some of whose
+    vectors were missing is always taken again."""
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    ids: list[str] = []
-    sums: list[np.ndarray] = []
-    index: dict[str, int] = {}
     reader = pq.ParquetFile(enriched, pre_buffer=False)
+    digests = _doc_digests(reader, block)
+    kept = _kept_centroids(previous, digests) if previous is not None else {}
+    sums: dict[str, np.ndarray] = {}
+    complete: dict[str, bool] = {}
     for batch in reader.iter_batches(batch_size=block, columns=["doc_id", "text_hash"]):
         docs = batch.column("doc_id").to_pylist()
-        matrix, found = store.matrix([str(h) for h in batch.column("text_hash").to_pylist()])
+        taken = [n for n, doc in enumerate(docs) if doc not in kept]
+        if not taken:
+            continue
+        hashes = batch.column("text_hash").take(pa.array(taken)).to_pylist()
+        matrix, found = store.matrix([str(h) for h in hashes])
         if not len(matrix) or not matrix.shape[1]:
             continue
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         unit = np.where(norms > 0, matrix / np.where(norms == 0, 1, norms), 0).astype(np.float32)
-        for doc, row, ok in zip(docs, unit, found, strict=True):
+        for n, row, ok in zip(taken, unit, found, strict=True):
+            doc = docs[n]
+            complete[doc] = complete.get(doc, True) and bool(ok)
             if not ok:
                 continue
-            if doc not in index:
-                index[doc] = len(ids)
-                ids.append(doc)
-                sums.append(np.zeros(unit.shape[1], np.float64))
-            sums[index[doc]] += row
-    if sums:
-        centroids = np.stack(sums).astype(np.float32)
-        centroids /= np.maximum(np.linalg.norm(centroids, axis=1, keepdims=True), 1e-12)
-        np.save(tmp / "vectors.npy", centroids)
+            if doc not in sums:
+                sums[doc] = np.zeros(unit.shape[1], np.float64)
+            sums[doc] += row
+    if kept and sums and len(next(iter(kept.values()))) != len(next(iter(sums.values()))):
+        return build_centroids(enriched, store, out, block)  # another model's vectors: nothing is kept
+    ids = [doc for doc in digests if doc in kept or doc in sums]
+    rows = [kept[doc] if doc in kept else sums[doc] / max(float(np.linalg.norm(sums[doc])), 1e-12) for doc in ids]
+    if rows:
+        np.save(tmp / "vectors.npy", np.stack(rows).astype(np.float32))
     (tmp / IDS).write_text(json.dumps(ids), "utf-8")
+    whole = [digests[doc] if doc in kept or complete.get(doc, False) else None for doc in ids]
+    (tmp / DIGESTS).write_text(json.dumps(whole), "utf-8")
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return len(ids)
+
+
+DIGESTS = "digests.json"  # beside a version's centroids: each document's digest of its chunk texts (or null)
+
+
+def _doc_digests(reader: pq.ParquetFile, block: int) -> dict[str, str]:
+    """Each document's digest of its chunks' ``text_hash`` values in file order, in the order first named."""
+    running: dict[str, Any] = {}
+    for batch in reader.iter_batches(batch_size=block, columns=["doc_id", "text_hash"]):
+        for doc, digest in zip(batch.column("doc_id").to_pylist(), batch.column("text_hash").to_pylist(),
+                               strict=True):  # fmt: skip
+            held = running.get(doc)
+            if held is None:
+                held = running[doc] = hashlib.blake2b(digest_size=16)
+            held.update(f"{digest}\0".encode())
+    return {doc: held.hexdigest() for doc, held in running.items()}
+
+
+def _kept_centroids(previous: Path, digests: dict[str, str]) -> dict[str, np.ndarray]:
+    """The last version's centroids of documents whose digest is the same now (none where it kept no digests)."""
+    if not all((previous / name).exists() for name in ("vectors.npy", IDS, DIGESTS)):
+        return {}
+    ids = json.loads((previous / IDS).read_text("utf-8"))
+    before = json.loads((previous / DIGESTS).read_text("utf-8"))
+    vectors = np.load(previous / "vectors.npy", mmap_mode="r")
+    if len(before) != len(ids) or len(vectors) != len(ids):
+        return {}
+    return {doc: np.asarray(vectors[n]) for n, (doc, digest) in enumerate(zip(ids, before, strict=True))
+            if digest is not None and digests.get(doc) == digest}  # fmt: skip
 
 
 class DocumentIndex:
