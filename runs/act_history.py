@@ -301,13 +301,16 @@ def disagreements(history: Path, lineage: Path, limit: int = 50) -> list[str]:
     versions: dict[str, set[tuple[dt.date, str]]] = {}
     first: dict[str, dt.date] = {}
     columns = ["doc_id", "version_date", "caused_by"]
-    for table in iter_parquet(history, 50_000, columns):
+    acts: dict[str, tuple[dt.date, str] | None] = {}  # each amending act's sentence parsed once: every part of
+    for table in iter_parquet(history, 50_000, columns):  # a version repeats it
         for doc, version, caused in zip(*(table.column(c).to_pylist() for c in columns), strict=True):
             first[doc] = min(first.get(doc, version), version)
-            if caused:
+            if caused and caused not in acts:
                 act = parse_requisites(caused)
-                if act.date_approved and act.order_number:
-                    versions.setdefault(doc, set()).add((act.date_approved, act.order_number))
+                acts[caused] = (act.date_approved, act.order_number) if act.date_approved and act.order_number else None
+            made = acts.get(caused) if caused else None
+            if made is not None:
+                versions.setdefault(doc, set()).add(made)
     noted: dict[str, set[tuple[dt.date, str]]] = {}
     for table in iter_parquet(lineage, 50_000, ["doc_id", "by_date", "by_number"]):
         for doc, date, number in zip(*(table.column(c).to_pylist() for c in ("doc_id", "by_date", "by_number")),
