@@ -18,11 +18,12 @@ previous version's rows are carried over whole, so a run's cost follows the comm
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import os
 import shutil
 import subprocess
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -71,11 +72,11 @@ def build_history(
     """``out``: the previous history's rows and the rows of every commit each git source has that the last
     version did not read (``sources``: root → (its repository, the commit the last version read or None)),
     sorted by act (:data:`SORT_KEY`) in row groups of :data:`GROUP_ROWS` rows, so a lookup reads an act's one or two
-    row groups (:class:`lookup.history.HistoryFile`). Returns the rows written.
+    row groups (:class:`enrich.history_file.HistoryFile`). Returns the rows written.
 
     The new rows are made act by act (each act's commits in order), so memory holds one act's state, not the
-    corpus's; what an act already has is read from the previous history, its rows only. The sort is DuckDB's,
-    under a memory limit, spilling to disk beside ``out``."""
+    corpus's; what an act already has is read from the previous history, its rows only. The sort is act by
+    act (:func:`_sorted`): memory is one act's rows."""
     prior = HistoryFile.open(previous.parent) if previous is not None and previous.exists() else None
     fresh = out.with_name(out.name + ".fresh")
 
@@ -107,7 +108,6 @@ def build_history(
 
 SORT_KEY = ("doc_id", "language", "unit", "version_date", "committed", "commit")
 GROUP_ROWS = 128  # ~0.5 MB of text a row group (~1 MB decoded): what an as-of lookup decodes for a part
-SORT_MEMORY = "512MB"
 
 
 def _count(path: Path | None) -> int:
@@ -123,35 +123,71 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 def _sorted(inputs: list[Path], out: Path) -> None:
-    """``inputs`` into ``out`` sorted by :data:`SORT_KEY` (DuckDB, :data:`SORT_MEMORY` at most, spilling to a
-    folder beside ``out``), streamed out as Arrow batches into row groups of :data:`GROUP_ROWS` (DuckDB's own
-    writer makes none smaller than 2 048), with statistics on the key columns only (a text's min and max would
-    swell the footer); renamed into place when complete."""
-    import duckdb
+    """``inputs`` into ``out`` sorted by :data:`SORT_KEY`, act by act: each input's acts are found from its
+    ``doc_id`` column alone (an act's rows are contiguous in each: the previous history is sorted, the new rows
+    are made one act at a time), then for each act in ``doc_id`` order its rows are read from every input
+    (the row groups that hold them), sorted in memory and written in row groups of :data:`GROUP_ROWS`, with
+    statistics on the key columns only (a text's min and max would swell the footer). Memory is one act's
+    rows, whatever the history's size (a sort of the whole table with its texts ran DuckDB out of its memory
+    limit at 20 000 acts); renamed into place when complete."""
+    sources = [_Ranges(path) for path in inputs]
+    acts = sorted({doc for source in sources for doc in source.spans})
+    keys = ["doc_id", "language", "unit", "version_date"]
+    pending: list[pa.Table] = []
+    held = 0
+    with atomic_writer(out) as handle, pq.ParquetWriter(handle, HISTORY_SCHEMA, compression="zstd",
+                                                        write_statistics=keys) as writer:  # fmt: skip
+        for doc in acts:
+            parts = [table for source in sources for table in source.rows(doc)]
+            table = pa.concat_tables(parts).sort_by([(k, "ascending") for k in SORT_KEY])
+            pending.append(table)
+            held += table.num_rows
+            if held >= GROUP_ROWS * 8:
+                writer.write_table(pa.concat_tables(pending), row_group_size=GROUP_ROWS)
+                pending, held = [], 0
+        if pending:
+            writer.write_table(pa.concat_tables(pending), row_group_size=GROUP_ROWS)
 
-    spill = out.with_name(out.name + ".spill")
-    spill.mkdir(exist_ok=True)
-    try:
-        with duckdb.connect() as con, atomic_writer(out) as handle:
-            con.execute(f"SET memory_limit = '{SORT_MEMORY}'")
-            con.execute(f"SET temp_directory = '{_quoted(spill)}'")
-            con.execute("SET threads = 2")
-            files = ", ".join(f"'{_quoted(p)}'" for p in inputs)
-            columns = ", ".join(f"CAST({f.name} AS {_SQL_TYPES[f.type]}) AS {f.name}" for f in HISTORY_SCHEMA)
-            query = con.sql(f"SELECT {columns} FROM read_parquet([{files}]) ORDER BY {', '.join(SORT_KEY)}")
-            keys = ["doc_id", "language", "unit", "version_date"]
-            with pq.ParquetWriter(handle, HISTORY_SCHEMA, compression="zstd", write_statistics=keys) as writer:
-                for batch in query.to_arrow_reader(GROUP_ROWS * 8):
-                    writer.write_table(pa.Table.from_batches([batch]).cast(HISTORY_SCHEMA), row_group_size=GROUP_ROWS)
-    finally:
-        shutil.rmtree(spill, ignore_errors=True)
 
+class _Ranges:
+    """One input of :func:`_sorted`: where each act's rows are (``doc_id`` column only), read by row group."""
 
-_SQL_TYPES = {pa.string(): "VARCHAR", pa.date32(): "DATE"}
+    def __init__(self, path: Path) -> None:
+        self.file = pq.ParquetFile(path, pre_buffer=False)
+        metadata = self.file.metadata
+        self.starts = [0]
+        for n in range(metadata.num_row_groups):
+            self.starts.append(self.starts[-1] + metadata.row_group(n).num_rows)
+        self.spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        at = 0
+        for batch in self.file.iter_batches(batch_size=65_536, columns=["doc_id"]):
+            docs = batch.column("doc_id").to_pylist()
+            for n, doc in enumerate(docs):
+                spans = self.spans[doc]
+                if spans and spans[-1][1] == at + n:
+                    spans[-1] = (spans[-1][0], at + n + 1)
+                else:
+                    spans.append((at + n, at + n + 1))
+            at += len(docs)
+        self._cache: OrderedDict[int, pa.Table] = OrderedDict()
 
+    def rows(self, doc: str) -> list[pa.Table]:
+        """The act's rows in this input (its contiguous ranges, usually one)."""
+        out = []
+        for start, stop in self.spans.get(doc, ()):
+            first = bisect.bisect_right(self.starts, start) - 1
+            last = bisect.bisect_right(self.starts, stop - 1) - 1
+            groups = [self._group(g) for g in range(first, last + 1)]
+            table = pa.concat_tables(groups) if len(groups) > 1 else groups[0]
+            out.append(table.slice(start - self.starts[first], stop - start).cast(HISTORY_SCHEMA))
+        return out
 
-def _quoted(path: Path) -> str:
-    return str(path).replace("'", "''")
+    def _group(self, group: int) -> pa.Table:
+        if group not in self._cache:
+            self._cache[group] = self.file.read_row_group(group)
+            if len(self._cache) > 4:
+                self._cache.popitem(last=False)
+        return self._cache[group]
 
 
 def _rows(repo: Path, root: Path, since: str | None, prior: HistoryFile | None) -> Iterator[dict]:  # type: ignore[type-arg]

