@@ -100,10 +100,13 @@ def build_history(
         if inputs == [previous]:  # nothing new: the previous file, as it is (a version's files never change)
             _link_or_copy(previous, out)  # type: ignore[arg-type]
             return _count(out)
-        _sorted(inputs, out)
+        runs = _sorted_runs(fresh, out) if added else []
+        _sorted([p for p in inputs if p != fresh] + runs, out)
         return _count(out)
     finally:
         fresh.unlink(missing_ok=True)
+        for run in out.parent.glob(f"{out.name}.run-*"):
+            run.unlink(missing_ok=True)
 
 
 SORT_KEY = ("doc_id", "language", "unit", "version_date", "committed", "commit")
@@ -120,6 +123,22 @@ def _link_or_copy(source: Path, target: Path) -> None:
         os.link(source, target)
     except OSError:
         shutil.copyfile(source, target)
+
+
+RUN_ROWS = 16_384  # new rows sorted in memory at a time (~30 MB of text): each becomes one sorted run
+
+
+def _sorted_runs(fresh: Path, out: Path) -> list[Path]:
+    """The new rows as sorted runs beside ``out``: :data:`RUN_ROWS` rows at a time read in file order, sorted
+    by :data:`SORT_KEY` and written in row groups of :data:`GROUP_ROWS`, so that :func:`_sorted` reads every
+    input in order (read in act order, the new rows' row groups were decoded once for each act in them)."""
+    runs = []
+    for n, batch in enumerate(pq.ParquetFile(fresh, pre_buffer=False).iter_batches(batch_size=RUN_ROWS)):
+        run = out.with_name(f"{out.name}.run-{n:05d}")
+        table = pa.Table.from_batches([batch]).sort_by([(k, "ascending") for k in SORT_KEY])
+        pq.write_table(table, run, row_group_size=GROUP_ROWS, compression="zstd")
+        runs.append(run)
+    return runs
 
 
 def _sorted(inputs: list[Path], out: Path) -> None:
