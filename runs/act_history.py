@@ -142,30 +142,65 @@ def _sorted_runs(fresh: Path, out: Path) -> list[Path]:
 
 
 def _sorted(inputs: list[Path], out: Path) -> None:
-    """``inputs`` into ``out`` sorted by :data:`SORT_KEY`, act by act: each input's acts are found from its
-    ``doc_id`` column alone (an act's rows are contiguous in each: the previous history is sorted, the new rows
-    are made one act at a time), then for each act in ``doc_id`` order its rows are read from every input
-    (the row groups that hold them), sorted in memory and written in row groups of :data:`GROUP_ROWS`, with
-    statistics on the key columns only (a text's min and max would swell the footer). Memory is one act's
-    rows, whatever the history's size (a sort of the whole table with its texts ran DuckDB out of its memory
-    limit at 20 000 acts); renamed into place when complete."""
+    """``inputs``, each sorted by :data:`SORT_KEY` (the previous history; the new rows' runs,
+    :func:`_sorted_runs`), merged into ``out`` act by act: each input's acts are found from its ``doc_id``
+    column alone, then for each act in ``doc_id`` order its rows are read from every input that has it (the
+    row groups that hold them) and sorted in memory; a stretch of acts that one input alone holds is copied
+    as it is, row group by row group (after a commit that touched ten acts, nearly the whole previous history).
+    Written in row groups of :data:`GROUP_ROWS`, with statistics on the key columns only (a text's min and max
+    would swell the footer); renamed into place when complete. Memory is one act's rows and a few row groups
+    an input, whatever the history's size (one DuckDB sort of every row with its text ran out of its memory
+    limit at 20 000 acts)."""
     sources = [_Ranges(path) for path in inputs]
     acts = sorted({doc for source in sources for doc in source.spans})
     keys = ["doc_id", "language", "unit", "version_date"]
-    pending: list[pa.Table] = []
-    held = 0
     with atomic_writer(out) as handle, pq.ParquetWriter(handle, HISTORY_SCHEMA, compression="zstd",
                                                         write_statistics=keys) as writer:  # fmt: skip
+        pending = _Pending(writer)
+        bulk: tuple[int, int, int] | None = None  # (input, start, stop): acts one sorted input alone holds, in a row
         for doc in acts:
+            held = [(n, source.spans[doc]) for n, source in enumerate(sources) if doc in source.spans]
+            if len(held) == 1 and len(held[0][1]) == 1:  # already in order: copied with its neighbours, unsorted
+                [(n, [(start, stop)])] = held
+                if bulk is not None and bulk[0] == n and bulk[2] == start:
+                    bulk = (n, bulk[1], stop)
+                    continue
+                if bulk is not None:
+                    pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
+                bulk = (n, start, stop)
+                continue
+            if bulk is not None:
+                pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
+                bulk = None
             parts = [table for source in sources for table in source.rows(doc)]
-            table = pa.concat_tables(parts).sort_by([(k, "ascending") for k in SORT_KEY])
-            pending.append(table)
-            held += table.num_rows
-            if held >= GROUP_ROWS * 8:
-                writer.write_table(pa.concat_tables(pending), row_group_size=GROUP_ROWS)
-                pending, held = [], 0
-        if pending:
-            writer.write_table(pa.concat_tables(pending), row_group_size=GROUP_ROWS)
+            pending.add(pa.concat_tables(parts).sort_by([(k, "ascending") for k in SORT_KEY]))
+        if bulk is not None:
+            pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
+        pending.flush()
+
+
+class _Pending:
+    """Tables on their way to the writer, written in row groups of :data:`GROUP_ROWS` once there are enough."""
+
+    def __init__(self, writer: pq.ParquetWriter) -> None:
+        self.writer = writer
+        self.tables: list[pa.Table] = []
+        self.rows = 0
+
+    def add(self, table: pa.Table) -> None:
+        self.tables.append(table)
+        self.rows += table.num_rows
+        if self.rows >= GROUP_ROWS * 8:
+            self.flush()
+
+    def add_all(self, tables: Iterator[pa.Table]) -> None:
+        for table in tables:
+            self.add(table)
+
+    def flush(self) -> None:
+        if self.tables:
+            self.writer.write_table(pa.concat_tables(self.tables), row_group_size=GROUP_ROWS)
+        self.tables, self.rows = [], 0
 
 
 class _Ranges:
@@ -192,14 +227,18 @@ class _Ranges:
 
     def rows(self, doc: str) -> list[pa.Table]:
         """The act's rows in this input (its contiguous ranges, usually one)."""
-        out = []
-        for start, stop in self.spans.get(doc, ()):
-            first = bisect.bisect_right(self.starts, start) - 1
-            last = bisect.bisect_right(self.starts, stop - 1) - 1
-            groups = [self._group(g) for g in range(first, last + 1)]
-            table = pa.concat_tables(groups) if len(groups) > 1 else groups[0]
-            out.append(table.slice(start - self.starts[first], stop - start).cast(HISTORY_SCHEMA))
-        return out
+        return [pa.concat_tables(list(self.slices(start, stop))) for start, stop in self.spans.get(doc, ())]
+
+    def slices(self, start: int, stop: int) -> Iterator[pa.Table]:
+        """Rows ``start``..``stop``-1, a row group's part at a time."""
+        group = bisect.bisect_right(self.starts, start) - 1
+        while start < stop:
+            table = self._group(group)
+            first = start - self.starts[group]
+            take = min(stop, self.starts[group + 1]) - start
+            yield table.slice(first, take).cast(HISTORY_SCHEMA)
+            start += take
+            group += 1
 
     def _group(self, group: int) -> pa.Table:
         if group not in self._cache:

@@ -113,16 +113,22 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     assert "утратил силу" in gone.hint
 
 
-def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_acts_in(tmp_path: Path) -> None:
-    """`runs.act_history._sorted`: the previous history (sorted) and the new rows (one act after another, in
-    any act order; an act may have rows in both) give one file sorted by act, unit and date, in row groups of
-    GROUP_ROWS, the same rows as a sort of the whole table; acts spanning the inputs' row groups included."""
+def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_acts_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`runs.act_history`: the previous history (sorted) and the new rows (one act after another, in any act
+    order; an act may have rows in both), cut into sorted runs, give one file sorted by act, unit and date, in
+    row groups of GROUP_ROWS, the same rows as a sort of the whole table; acts spanning row groups and runs,
+    and stretches of acts only the previous history holds (copied whole), included."""
     import random
 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from runs.act_history import GROUP_ROWS, HISTORY_SCHEMA, SORT_KEY, _sorted
+    import runs.act_history
+    from runs.act_history import GROUP_ROWS, HISTORY_SCHEMA, SORT_KEY, _sorted, _sorted_runs
+
+    monkeypatch.setattr(runs.act_history, "RUN_ROWS", 97)
 
     rng = random.Random(44)
 
@@ -138,7 +144,9 @@ def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_act
     fresh = [r for d in rng.sample(docs[20:], 40) for r in rows(d, range(3, 3 + rng.randint(1, 4)))]
     pq.write_table(pa.Table.from_pylist(before, HISTORY_SCHEMA), tmp_path / "before.parquet", row_group_size=50)
     pq.write_table(pa.Table.from_pylist(fresh, HISTORY_SCHEMA), tmp_path / "fresh.parquet", row_group_size=37)
-    _sorted([tmp_path / "before.parquet", tmp_path / "fresh.parquet"], tmp_path / "out.parquet")
+    made = _sorted_runs(tmp_path / "fresh.parquet", tmp_path / "out.parquet")
+    assert len(made) > 5
+    _sorted([tmp_path / "before.parquet", *made], tmp_path / "out.parquet")
     out = pq.ParquetFile(tmp_path / "out.parquet")
     whole = pa.Table.from_pylist(before + fresh, HISTORY_SCHEMA).sort_by([(k, "ascending") for k in SORT_KEY])
     assert out.read().to_pylist() == whole.to_pylist() and out.metadata.num_rows == len(before) + len(fresh) > 1000
