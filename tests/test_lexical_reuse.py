@@ -173,3 +173,34 @@ def test_documents_whose_chunks_did_not_change_keep_their_centroids(
     ids = json.loads((tmp_path / "kept" / IDS).read_text())
     before = np.load(folder / CENTROIDS / "vectors.npy")
     assert not np.array_equal(kept[ids.index(changed)], before[ids.index(changed)])
+
+
+def test_unchanged_document_cards_are_not_analysed_again(
+    sample_run: tuple[object, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import vectors.lexical
+    from vectors.documents import DOC_CARDS, DocumentIndex, cards
+
+    _, home = sample_run
+    chunks = published_file(home, "enriched_chunks.parquet")
+    first = tmp_path / "first"
+    build_word_indexes(chunks, first)
+    table = pq.read_table(chunks)
+    titles = table.column("doc_title").to_pylist()
+    renamed = titles[0]
+    edited = table.set_column(table.schema.get_field_index("doc_title"), "doc_title",
+                              pa.array([t + " (новая редакция)" if t == renamed else t for t in titles]))  # fmt: skip
+    pq.write_table(edited, tmp_path / "next.parquet")
+    analysed: list[str] = []
+    real = vectors.lexical.query_terms
+    monkeypatch.setattr(vectors.lexical, "query_terms", lambda text: (analysed.append(text), real(text))[1])
+    build_word_indexes(tmp_path / "next.parquet", tmp_path / "reused", previous=first)
+    assert len(analysed) == 1 and "(новая редакция)" in analysed[0]  # the one card that changed
+    build_word_indexes(tmp_path / "next.parquet", tmp_path / "fresh")
+    assert len(analysed) == 1 + len(list(cards(tmp_path / "next.parquet")))
+    ours = DocumentIndex(tmp_path / "reused" / DOC_CARDS, None)
+    theirs = DocumentIndex(tmp_path / "fresh" / DOC_CARDS, None)
+    for question in ("редакция охрана труда", "приказ правила", "API standard", "еңбек"):
+        query = real(question)
+        assert ours.card_scores(query) == theirs.card_scores(query), question
+    assert ours.card_scores(real("новая редакция"))

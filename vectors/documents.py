@@ -22,13 +22,16 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from vectors.store import VectorStore
+
+if TYPE_CHECKING:
+    from vectors.bm25 import PreviousRows
 
 DOC_CARDS = "docs"  # inside a version's lexical folder
 CENTROIDS = "docvectors"  # inside a version
@@ -70,24 +73,48 @@ def cards(enriched: Path) -> Iterator[tuple[str, str]]:
         yield current, "\n".join(parts)
 
 
-def build_cards(enriched: Path, out: Path) -> int:
-    """The documents' card index under ``out`` (its doc ids in ``ids.json``); returns the number of documents."""
+def build_cards(enriched: Path, out: Path, previous: Path | None = None) -> int:
+    """The documents' card index under ``out`` (its doc ids in ``ids.json``); returns the number of documents.
+    ``previous`` (the last version's cards): a card whose text did not change is not analysed again (its
+    counted terms are copied, as :func:`vectors.lexical.build_lexical` does for chunks)."""
     from vectors.bm25 import Bm25Writer
     from vectors.lexical import query_terms, term_ids
 
     vocab: dict[str, int] = {}
     out.mkdir(parents=True, exist_ok=True)
     writer = Bm25Writer(out)
+    before = _previous_cards(previous)
     ids: list[str] = []
+    digests: list[str] = []
     for doc, card in cards(enriched):
+        digest = hashlib.blake2b(card.encode("utf-8"), digest_size=16).hexdigest()
         ids.append(doc)
-        writer.add(term_ids(query_terms(card), vocab))
+        digests.append(digest)
+        row = before[1].get((doc, digest)) if before is not None else None
+        if before is not None and row is not None:
+            writer.add_rows(*before[0].take(np.array([row]), vocab))
+        else:
+            writer.add(term_ids(query_terms(card), vocab))
     if writer.chunks:
-        writer.close(vocab)
+        writer.close(vocab, keep_rows=True)
+        (out / DIGESTS).write_text(json.dumps(digests), "utf-8")
     else:
         writer.discard()
     (out / IDS).write_text(json.dumps(ids), "utf-8")
     return len(ids)
+
+
+def _previous_cards(folder: Path | None) -> tuple[PreviousRows, dict[tuple[str, str], int]] | None:
+    """The last version's counted cards, and each card's row by (doc_id, digest of its text)."""
+    from vectors.bm25 import PreviousRows
+
+    rows = PreviousRows.open(folder)
+    if folder is None or rows is None or not (folder / DIGESTS).exists():
+        return None
+    ids, digests = json.loads((folder / IDS).read_text("utf-8")), json.loads((folder / DIGESTS).read_text("utf-8"))
+    if len(ids) != len(digests) or len(ids) != rows.size:
+        return None
+    return rows, {(doc, digest): n for n, (doc, digest) in enumerate(zip(ids, digests, strict=True))}
 
 
 def build_centroids(

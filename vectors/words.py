@@ -20,8 +20,7 @@ def build_word_indexes(enriched: Path, out: Path, previous: Path | None = None) 
     def bridge(chunks: Path, folder: Path) -> None:
         build_bridge(chunks, folder / BRIDGE, previous=previous / BRIDGE if previous is not None else None)
 
-    return build_lexical(enriched, out, extras=(_cards, bridge), previous=previous)
+    def cards(chunks: Path, folder: Path) -> None:
+        build_cards(chunks, folder / DOC_CARDS, previous=previous / DOC_CARDS if previous is not None else None)
 
-
-def _cards(enriched: Path, folder: Path) -> None:
-    build_cards(enriched, folder / DOC_CARDS)
+    return build_lexical(enriched, out, extras=(cards, bridge), previous=previous)
