@@ -193,7 +193,12 @@ def test_unchanged_document_cards_are_not_analysed_again(
     pq.write_table(edited, tmp_path / "next.parquet")
     analysed: list[str] = []
     real = vectors.lexical.query_terms
-    monkeypatch.setattr(vectors.lexical, "query_terms", lambda text: (analysed.append(text), real(text))[1])
+
+    def counted(text: str) -> list[str]:
+        analysed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(vectors.lexical, "query_terms", counted)
     build_word_indexes(tmp_path / "next.parquet", tmp_path / "reused", previous=first)
     assert len(analysed) == 1 and "(новая редакция)" in analysed[0]  # the one card that changed
     build_word_indexes(tmp_path / "next.parquet", tmp_path / "fresh")
