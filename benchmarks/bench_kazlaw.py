@@ -5,7 +5,9 @@ Each size is a scope made by :mod:`kazlaw_scope` from the real acts of ``../shar
 commits of history (half adding acts in batches, half amending ten acts each, every tenth repealing one for a
 successor that ``replaces:`` it). Vectors: the real model's (:mod:`e5_service`, 384-d), or hashed at the tiny size.
 
-Printed, each ``zan run`` in its own process as Airflow runs it:
+Printed, each ``zan run`` in its own process as Airflow runs it, against a ``chroma run`` server of its own per
+size (Chroma's defaults, as the Airflow stack runs it; ``--chroma embedded`` puts Chroma's HNSW index, which
+grows with the corpus, inside zan's process):
 
 - the full run (no home yet: every act, every version's history through ``git cat-file``) at each size, with
   its peak memory; goal: the largest's peak ≤ 1.15× the smallest's (memory flat as the scope grows);
@@ -22,6 +24,7 @@ Printed, each ``zan run`` in its own process as Airflow runs it:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import shutil
 import statistics
@@ -35,16 +38,18 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 
 import kazlaw_scope  # noqa: E402
-from common import Run, embedder, line, load, spread, zan_run  # noqa: E402
+from common import Run, chroma_server, embedder, line, load, peak_rss_mb, spread, zan_run  # noqa: E402
 
 
-def full_run(tmp: Path, acts: int, commits: int, per_commit: int, spec: str) -> tuple[kazlaw_scope.Scope, Path, Run]:
+def full_run(
+    tmp: Path, acts: int, commits: int, per_commit: int, spec: str, chroma: list[str]
+) -> tuple[kazlaw_scope.Scope, Path, Run]:
     started = time.perf_counter()
     scope = kazlaw_scope.build(tmp / f"scope-{acts}", acts, commits, per_commit)
     made = time.perf_counter() - started
     print(f"  scope of {len(scope.folders)} acts, {scope.commits} commits made in {made:.0f} s")
     home = tmp / f"home-{acts}"
-    run = zan_run(["--source", str(scope.repo), "--home", str(home), "--embedder", spec])
+    run = zan_run(["--source", str(scope.repo), "--home", str(home), "--embedder", spec, *chroma])
     _print(f"full run, {acts} acts", run)
     return scope, home, run
 
@@ -59,7 +64,7 @@ def _print(label: str, run: Run) -> None:
     print("      " + ", ".join(f"{stage} {s:.1f} s" for stage, s in top))
 
 
-def as_of_latency(home: Path, lookups: int) -> dict[str, list[float]]:
+def as_of_latency(home: Path, lookups: int, chroma_url: str | None = None) -> dict[str, list[float]]:
     """Seconds of ``route(id)`` and ``route(id, as_of=…)`` on the act with the most versions, and of an as-of
     lookup on an act with one version, alternated one by one."""
     import duckdb
@@ -77,7 +82,7 @@ def as_of_latency(home: Path, lookups: int) -> dict[str, list[float]]:
     hot, versions, first, last = counts[0]
     single = next(row[0] for row in counts if row[1] == 1)
     print(f"  as-of on {hot.upper()} ({versions} versions) and {single.upper()} (one version)")
-    lookup = Lookup.open(home)
+    lookup = Lookup.open(home, chroma_url)
     lookup.warm()
     span = max(1, (last - first).days)
     for query, when in ((hot, None), (hot, first), (single, first)):  # untimed: each reader opened once
@@ -106,6 +111,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2, help="incremental runs after a commit each")
     parser.add_argument("--lookups", type=int, default=300, help="lookups of each kind")
     parser.add_argument("--embedder", choices=["e5", "hash"], default="e5", help="hash: the tiny size CI runs")
+    parser.add_argument("--chroma", choices=["server", "embedded"], default="server",
+                        help="server (default): a `chroma run` per size, as the Airflow stack runs it; zan's own "
+                             "peak is judged (embedded, Chroma's HNSW index lives in zan's process and grows with "
+                             "it)")  # fmt: skip
     args = parser.parse_args()
     try:
         kazlaw_scope.templates()
@@ -121,21 +130,29 @@ def main() -> None:
     with embedder(args.embedder) as spec, tempfile.TemporaryDirectory(prefix="zan-bench-kazlaw-") as name:
         tmp = Path(name)
         for acts in sizes:
-            scope, home, full = full_run(tmp, acts, args.commits, args.per_commit, spec)
-            peaks[acts] = full.peak_mb
-            if acts != sizes[-1]:
-                shutil.rmtree(home)
-                shutil.rmtree(scope.repo)
-        incremental = []
-        for r in range(args.rounds):
-            scope.amend_some(args.per_commit, hot=False)
-            scope.commit(f"amend {args.per_commit} acts (benchmark round {r + 1})")
-            run = zan_run(["--home", str(home), "--embedder", spec])
-            _print(f"after a commit of {args.per_commit} acts", run)
-            if run.info["text_changed"] + run.info["added"] == 0:
-                raise RuntimeError("the incremental run saw no change")
-            incremental.append(run.seconds)
-        seconds = as_of_latency(home, args.lookups)
+            with contextlib.ExitStack() as stack:
+                chroma: list[str] = []
+                if args.chroma == "server":
+                    url, pid = stack.enter_context(chroma_server(tmp / f"chroma-{acts}"))
+                    chroma = ["--chroma-url", url]
+                scope, home, full = full_run(tmp, acts, args.commits, args.per_commit, spec, chroma)
+                peaks[acts] = full.peak_mb
+                if chroma:
+                    print(f"      chroma server peak {peak_rss_mb(pid):.0f} MB (its own process)")
+                if acts != sizes[-1]:
+                    shutil.rmtree(home)
+                    shutil.rmtree(scope.repo)
+                    continue
+                incremental = []
+                for r in range(args.rounds):
+                    scope.amend_some(args.per_commit, hot=False)
+                    scope.commit(f"amend {args.per_commit} acts (benchmark round {r + 1})")
+                    run = zan_run(["--home", str(home), "--embedder", spec, *chroma])
+                    _print(f"after a commit of {args.per_commit} acts", run)
+                    if run.info["text_changed"] + run.info["added"] == 0:
+                        raise RuntimeError("the incremental run saw no change")
+                    incremental.append(run.seconds)
+                seconds = as_of_latency(home, args.lookups, url if chroma else None)
     big, small = sizes[-1], sizes[0]
     middle = statistics.median(incremental)
     ratio = middle / full.seconds
