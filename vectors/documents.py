@@ -133,9 +133,11 @@ def build_centroids(
     tmp.mkdir(parents=True)
     reader = pq.ParquetFile(enriched, pre_buffer=False)
     digests = _doc_digests(reader, block)
-    kept = _kept_centroids(previous, digests) if previous is not None else {}
-    sums: dict[str, np.ndarray] = {}
-    complete: dict[str, bool] = {}
+    position = {doc: n for n, doc in enumerate(digests)}
+    before, kept = _kept_centroids(previous, digests) if previous is not None else (None, {})
+    sums: np.ndarray | None = None  # one float32 row a document, summed in place: no object per document
+    found_any = np.zeros(len(position), bool)
+    missing = np.zeros(len(position), bool)
     for batch in reader.iter_batches(batch_size=block, columns=["doc_id", "text_hash"]):
         docs = batch.column("doc_id").to_pylist()
         taken = [n for n, doc in enumerate(docs) if doc not in kept]
@@ -145,24 +147,31 @@ def build_centroids(
         matrix, found = store.matrix([str(h) for h in hashes])
         if not len(matrix) or not matrix.shape[1]:
             continue
+        at = np.fromiter((position[docs[n]] for n in taken), np.int64, len(taken))
+        missing[at[~found]] = True
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        unit = np.where(norms > 0, matrix / np.where(norms == 0, 1, norms), 0).astype(np.float32)
-        for n, row, ok in zip(taken, unit, found, strict=True):
-            doc = docs[n]
-            complete[doc] = complete.get(doc, True) and bool(ok)
-            if not ok:
-                continue
-            if doc not in sums:
-                sums[doc] = np.zeros(unit.shape[1], np.float64)
-            sums[doc] += row
-    if kept and sums and len(next(iter(kept.values()))) != len(next(iter(sums.values()))):
+        matrix /= np.where(norms == 0, 1, norms)
+        if sums is None:
+            sums = np.zeros((len(position), matrix.shape[1]), np.float32)
+        np.add.at(sums, at[found], matrix[found])
+        found_any[at[found]] = True
+    dims = {m.shape[1] for m in (sums, before) if m is not None}
+    if len(dims) > 1:
         return build_centroids(enriched, store, out, block)  # another model's vectors: nothing is kept
-    ids = [doc for doc in digests if doc in kept or doc in sums]
-    rows = [kept[doc] if doc in kept else sums[doc] / max(float(np.linalg.norm(sums[doc])), 1e-12) for doc in ids]
-    if rows:
-        np.save(tmp / "vectors.npy", np.stack(rows).astype(np.float32))
+    ids = [doc for doc in digests if doc in kept or found_any[position[doc]]]
+    if ids:
+        vectors = np.empty((len(ids), dims.pop()), np.float32)
+        for n, doc in enumerate(ids):
+            if doc in kept:
+                assert before is not None
+                vectors[n] = before[kept[doc]]
+            else:
+                assert sums is not None
+                row = sums[position[doc]]
+                vectors[n] = row / max(float(np.linalg.norm(row)), 1e-12)
+        np.save(tmp / "vectors.npy", vectors)
     (tmp / IDS).write_text(json.dumps(ids), "utf-8")
-    whole = [digests[doc] if doc in kept or complete.get(doc, False) else None for doc in ids]
+    whole = [digests[doc] if doc in kept or not missing[position[doc]] else None for doc in ids]
     (tmp / DIGESTS).write_text(json.dumps(whole), "utf-8")
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
@@ -185,17 +194,19 @@ def _doc_digests(reader: pq.ParquetFile, block: int) -> dict[str, str]:
     return {doc: held.hexdigest() for doc, held in running.items()}
 
 
-def _kept_centroids(previous: Path, digests: dict[str, str]) -> dict[str, np.ndarray]:
-    """The last version's centroids of documents whose digest is the same now (none where it kept no digests)."""
+def _kept_centroids(previous: Path, digests: dict[str, str]) -> tuple[np.ndarray | None, dict[str, int]]:
+    """The last version's centroids (memory-mapped) and the row there of each document whose digest is the same
+    now (none where it kept no digests)."""
     if not all((previous / name).exists() for name in ("vectors.npy", IDS, DIGESTS)):
-        return {}
+        return None, {}
     ids = json.loads((previous / IDS).read_text("utf-8"))
     before = json.loads((previous / DIGESTS).read_text("utf-8"))
     vectors = np.load(previous / "vectors.npy", mmap_mode="r")
     if len(before) != len(ids) or len(vectors) != len(ids):
-        return {}
-    return {doc: np.asarray(vectors[n]) for n, (doc, digest) in enumerate(zip(ids, before, strict=True))
+        return None, {}
+    kept = {doc: n for n, (doc, digest) in enumerate(zip(ids, before, strict=True))
             if digest is not None and digests.get(doc) == digest}  # fmt: skip
+    return (vectors if kept else None), kept
 
 
 class DocumentIndex:

@@ -135,7 +135,7 @@ def build_lexical(
     ``previous`` (the last version's lexical folder): a chunk whose text and language it already holds is not
     analysed again; its counted terms (:class:`~vectors.bm25.PreviousRows`) and its compressed text are copied,
     so the build's cost follows what changed. Every score is the one a build from scratch gives (the
-    vocabulary's order may differ, no number does: ``tests/test_plain_words.py``)."""
+    vocabulary's order may differ, no number does: ``tests/test_lexical_reuse.py``)."""
     from vectors.bm25 import Bm25Writer
 
     vocab: dict[str, int] = {}
