@@ -70,17 +70,7 @@ class Bm25Writer:
             return
         rows = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pairs, counts = np.unique((rows << 32) | ids.astype(np.int64, copy=False), return_counts=True)
-        terms = (pairs & 0xFFFFFFFF).astype(np.int32)
-        if len(terms) and int(terms.max()) >= len(self._df):
-            self._df = np.concatenate([self._df, np.zeros(max(len(self._df), int(terms.max()) + 1), np.int64)])
-        self._df += np.bincount(terms, minlength=len(self._df))
-        self._terms.write(terms.tobytes())
-        self._counts.write(counts.astype(np.int32).tobytes())
-        self._pending.extend(np.asarray(lengths, np.int64).tolist())
-        self._pending_distinct.extend(np.bincount(pairs >> 32, minlength=n).tolist())
-        self.chunks += n
-        if len(self._pending) >= 65_536:
-            self._flush_lengths()
+        self.add_rows(pairs & 0xFFFFFFFF, counts, np.bincount(pairs >> 32, minlength=n), lengths)
 
     def add_rows(self, terms: np.ndarray, counts: np.ndarray, distinct: np.ndarray, lengths: np.ndarray) -> None:
         """Chunks already counted (another version's, :meth:`PreviousRows.take`): their distinct term ids and

@@ -83,16 +83,16 @@ def build_cards(enriched: Path, out: Path, previous: Path | None = None) -> int:
     vocab: dict[str, int] = {}
     out.mkdir(parents=True, exist_ok=True)
     writer = Bm25Writer(out)
-    before = _previous_cards(previous)
+    counted, rows_by_card = _previous_cards(previous)
     ids: list[str] = []
     digests: list[str] = []
     for doc, card in cards(enriched):
         digest = hashlib.blake2b(card.encode("utf-8"), digest_size=16).hexdigest()
         ids.append(doc)
         digests.append(digest)
-        row = before[1].get((doc, digest)) if before is not None else None
-        if before is not None and row is not None:
-            writer.add_rows(*before[0].take(np.array([row]), vocab))
+        row = rows_by_card.get((doc, digest))
+        if counted is not None and row is not None:
+            writer.add_rows(*counted.take(np.array([row]), vocab))
         else:
             writer.add(term_ids(query_terms(card), vocab))
     if writer.chunks:
@@ -104,16 +104,17 @@ def build_cards(enriched: Path, out: Path, previous: Path | None = None) -> int:
     return len(ids)
 
 
-def _previous_cards(folder: Path | None) -> tuple[PreviousRows, dict[tuple[str, str], int]] | None:
-    """The last version's counted cards, and each card's row by (doc_id, digest of its text)."""
+def _previous_cards(folder: Path | None) -> tuple[PreviousRows | None, dict[tuple[str, str], int]]:
+    """The last version's counted cards, and each card's row by (doc_id, digest of its text); (None, {}) where
+    there are none to reuse."""
     from vectors.bm25 import PreviousRows
 
     rows = PreviousRows.open(folder)
     if folder is None or rows is None or not (folder / DIGESTS).exists():
-        return None
+        return None, {}
     ids, digests = json.loads((folder / IDS).read_text("utf-8")), json.loads((folder / DIGESTS).read_text("utf-8"))
     if len(ids) != len(digests) or len(ids) != rows.size:
-        return None
+        return None, {}
     return rows, {(doc, digest): n for n, (doc, digest) in enumerate(zip(ids, digests, strict=True))}
 
 
