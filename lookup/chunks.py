@@ -42,28 +42,6 @@ class Chunk:
     fused: float | None = None  # reciprocal-rank fusion of the two (``score`` is this when present)
     found_by: str = "vector"  # identifier (a resolved document), vector, lexical or both (plain words)
 
-    def as_dict(self) -> dict[str, Any]:
-        extra = {"replaces": self.replaces} if self.replaces else {}
-        return extra | {
-            "chunk_id": self.chunk_id,
-            "doc_id": self.doc_id,
-            "code_articles": self.code_articles,
-            "article_labels": self.article_labels,
-            "point_labels": list(self.point_labels),
-            "annex": self.annex,
-            "text": self.text,
-            "score": round(self.score, 6),
-            "language": self.language,
-            "vector": _rounded(self.vector),
-            "lexical": _rounded(self.lexical),
-            "fused": _rounded(self.fused),
-            "found_by": self.found_by,
-        }
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 6)
-
 
 def doc_filter(
     doc_ids: Sequence[str],

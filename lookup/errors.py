@@ -7,3 +7,7 @@ from schemas.errors import ZanError
 
 class LookupProblem(ZanError):
     """The published data cannot serve lookups: no registry, no index, or an index built by another embedder."""
+
+
+class BadQuestion(LookupProblem):
+    """The question or a parameter is out of bounds (too long, a page out of range): the asker's to fix."""

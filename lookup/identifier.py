@@ -6,7 +6,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from schemas.designations import Designation
 from schemas.kinds import DocType
@@ -52,12 +52,6 @@ class Identifier:
     title_words: tuple[str, ...] = ()  # an unquoted title's words: it may end before the question does
     bound_to: int | None = None  # an article or пункт: the index of the document identifier it belongs to
     binding: str | None = None  # the rule that bound it (``lookup.binding``)
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"kind": self.kind, "raw": self.raw, "canonical": self.canonical, "span": list(self.span)}
-        if self.binding:
-            out["binding"] = self.binding
-        return out
 
 
 @dataclass(frozen=True)

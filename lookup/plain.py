@@ -39,6 +39,7 @@ import numpy as np
 
 from lookup.chunks import Chunk, QuestionVector, rank_in_version, row_chunk, vector_search
 from lookup.fusion import question_language
+from lookup.registry_index import DocInfo
 from lookup.version import Narrowing, Snapshot
 from lookup.vocabulary import expand, expansion_terms
 from vectors.embed import Embedder
@@ -84,6 +85,28 @@ def _shipped() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(RANKING.read_text("utf-8")) if RANKING.exists() else {}
     embedders: dict[str, Any] = data.get("embedders", {})
     return embedders
+
+
+@dataclass(frozen=True)
+class DocFilter:
+    """What a plain-words search keeps: documents of this type, issuer (contained, case-folded), status, and
+    chunks in this language. Empty fields keep everything."""
+
+    doc_type: str | None = None
+    issuer: str | None = None
+    status: str | None = None
+    language: str | None = None
+
+    def __bool__(self) -> bool:
+        return any((self.doc_type, self.issuer, self.status, self.language))
+
+    def keeps(self, doc: DocInfo | None, language: str | None) -> bool:
+        if doc is None:
+            return not (self.doc_type or self.issuer or self.status) and self.language in (None, language)
+        return ((not self.doc_type or doc.doc_type == self.doc_type)
+                and (not self.issuer or self.issuer.casefold() in (doc.issuer or "").casefold())
+                and (not self.status or doc.status == self.status)
+                and (not self.language or language == self.language))  # fmt: skip
 
 
 @dataclass

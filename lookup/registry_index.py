@@ -87,21 +87,6 @@ class Match:
             return "ambiguous"
         return "not_found" if not self.doc_ids else "exact" if len(self.doc_ids) == 1 else "ambiguous"
 
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "identifier": self.identifier.canonical,
-            "raw": self.identifier.raw,
-            "kind": self.identifier.kind,
-            "status": self.status,
-            "doc_ids": list(self.doc_ids),
-            "articles": list(self.articles),
-            "sections": list(self.sections),
-            "near": list(self.near),
-            "reason": self.reason,
-            "points": list(self.points),
-            "binding": self.identifier.binding,
-        }
-
 
 def _index(pairs: Iterable[tuple[Any, str]]) -> dict[Any, tuple[str, ...]]:
     """key → doc_ids in first-seen order, built in linear time (an ordered set per key)."""

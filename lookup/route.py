@@ -22,18 +22,20 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from zan_client import models as typed
 
+from lookup.answer import chunk_of, identifier_of, match_of
 from lookup.chunks import Chunk, QuestionVector, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
-from lookup.errors import LookupProblem
+from lookup.errors import BadQuestion, LookupProblem
 from lookup.fusion import question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
 from lookup.history import history_of, past_texts
 from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
-from lookup.plain import DEPTH, Evidence, RankParams, gather, rank
+from lookup.plain import DEPTH, DocFilter, Evidence, RankParams, gather, rank
 from lookup.plain import chunks as plain_chunks
-from lookup.registry_index import MAX_CANDIDATES, Match, RegistryIndex
+from lookup.registry_index import MAX_CANDIDATES, DocInfo, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
 from schemas.published import check_home, published_file
 from schemas.text import clean_text
@@ -58,22 +60,29 @@ class RouteResult:
     expanded: list[dict[str, str]] = field(default_factory=list)  # words added to a plain-words question, and why
     as_of: str | None = None  # the date the text in force was asked for (``--as-of``)
     editions: list[dict[str, Any]] = field(default_factory=list)  # per named act: the version answered from
+    described: dict[str, DocInfo] = field(default_factory=dict, repr=False)  # the matches' documents
+
+    def answer(self) -> typed.LookupAnswer:
+        """The typed answer every surface gives; ``described`` gives the candidates and the chunks' documents."""
+        docs = self.described
+        return typed.LookupAnswer(
+            query=self.query,
+            status=self.status,
+            identifiers=[identifier_of(i) for i in self.identifiers],
+            matches=[match_of(m, docs) for m in self.matches],
+            doc_ids=self.doc_ids,
+            chunks=[chunk_of(c, docs.get(c.doc_id)) for c in self.chunks],
+            hint=self.hint,
+            changed={k: [typed.Change.model_validate(c) for c in v] for k, v in self.changed.items()},
+            version=self.version,
+            expanded=[typed.Expansion.model_validate(e) for e in self.expanded],
+            as_of=self.as_of,
+            editions=[typed.Edition.model_validate(e) for e in self.editions],
+        )
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            "query": self.query,
-            "status": self.status,
-            "identifiers": [i.as_dict() for i in self.identifiers],
-            "matches": [m.as_dict() for m in self.matches],
-            "doc_ids": self.doc_ids,
-            "chunks": [c.as_dict() for c in self.chunks],
-            "hint": self.hint,
-            "changed": self.changed,
-            "version": self.version,
-            "expanded": self.expanded,
-            "as_of": self.as_of,
-            "editions": self.editions,
-        }
+        """The answer as JSON-ready data: `zan lookup --json` prints it, `/api/lookup` sends it."""
+        return self.answer().model_dump(mode="json", by_alias=True)
 
 
 def overall_status(matches: list[Match]) -> LookupStatus:
@@ -243,6 +252,38 @@ class Lookup:
         evidence = self.evidence(snap, query)
         return plain_chunks(snap, rank(evidence, self.params), k), evidence
 
+    def resolve(self, query: str, snapshot: Snapshot | None = None) -> RouteResult:
+        """The question's identifiers resolved through the registry, no chunk fetched: where reading a
+        document, an article or an act's history starts. ``doc_ids``: what each resolved to (an article named
+        with no document resolves to none: the hint asks which)."""
+        query = clean_query(query)
+        snap = snapshot or self.snapshot()
+        identifiers = parse(query, limit=MAX_IDENTIFIERS)
+        matches = _described(snap.registry.resolve(identifiers), identifiers) if identifiers else []
+        note = hint(matches, snap.registry.docs, snap.lineage)
+        return RouteResult(query, overall_status(matches), identifiers, matches, [], note, list(fetch_plan(matches)),
+                           version=snap.version, described=_described_docs(snap, matches, []))  # fmt: skip
+
+    def search(self, query: str, k: int = 10, where: DocFilter | None = None) -> RouteResult:
+        """Plain words only, whatever numbers the question holds, kept to the documents ``where`` allows: the
+        ranking's candidates are filtered before the top ``k`` is taken, and a filter that leaves fewer than
+        ``k`` gathers again eight times deeper, so a narrow filter is not answered from a shallow list."""
+        query = clean_query(query)
+        snap = self.snapshot()
+        where = where or DocFilter()
+        docs = snap.registry.docs
+        depth = DEPTH
+        while True:
+            evidence = self.evidence(snap, query, depth)
+            ranked = [(f, s) for f, s in rank(evidence, self.params) if where.keeps(docs.get(f.doc_id), f.language)]
+            if len(ranked) >= k or not where or depth > DEPTH:
+                break
+            depth *= 8
+        found = plain_chunks(snap, ranked, k)
+        note = plain_words_hint(found, docs, vector_method(self.embedder.spec), evidence.language)
+        return RouteResult(query, "no_identifier", [], [], found, note, version=snap.version,
+                           expanded=evidence.expanded, described=_described_docs(snap, [], found))  # fmt: skip
+
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         snap = self.snapshot()
         return vector_search(query, k, collection=self.collection, embedder=self.embedder, published=snap.published)
@@ -289,7 +330,7 @@ class Lookup:
             nearest, evidence = self.plain_words(snap, query, k)
             note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec), evidence.language)
             return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version,
-                               expanded=evidence.expanded)  # fmt: skip
+                               expanded=evidence.expanded, described=_described_docs(snap, [], nearest))  # fmt: skip
         plan = fetch_plan(matches)
         asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
         # a question that only names documents («ст. 182 ТК РК») has nothing to compare chunks with: they are
@@ -316,7 +357,8 @@ class Lookup:
             note += f"\n⚠ В вопросе больше {MAX_IDENTIFIERS} номеров документов: рассмотрены первые {MAX_IDENTIFIERS}."
         changed = {m.identifier.canonical: [c.as_dict() for c in _changed_by(snap.lineage, m)] for m in matches}
         return RouteResult(query, status, identifiers, matches, chunks, note, list(plan),
-                           {k: v for k, v in changed.items() if v}, snap.version)  # fmt: skip
+                           {k: v for k, v in changed.items() if v}, snap.version,
+                           described=_described_docs(snap, matches, chunks))  # fmt: skip
 
     def _replacements(
         self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: QuestionVector | None, query: str
@@ -334,6 +376,13 @@ class Lookup:
 
 
 _KAZAKH = re.compile(r"[әғқңөұүһі]|туралы", re.IGNORECASE)
+
+
+def _described_docs(snap: Snapshot, matches: list[Match], chunks: list[Chunk]) -> dict[str, DocInfo]:
+    """The registry rows an answer describes: each match's documents (its candidates) and each chunk's."""
+    docs = snap.registry.docs
+    wanted = dict.fromkeys([d for m in matches for d in m.doc_ids] + [c.doc_id for c in chunks])
+    return {d: docs[d] for d in wanted if d in docs}
 
 
 def _described(matches: list[Match], identifiers: list[Identifier]) -> list[Match]:
@@ -413,9 +462,11 @@ def readable_chroma(path: Path) -> Path:
 
 MAX_QUERY_CHARS = 2000  # a question, not a document: longer input is refused with this reason
 MAX_IDENTIFIERS = 20  # identifiers resolved per question; the hint says when more were named
+MAX_K_PER_DOC = 100  # chunks asked of each matched document (CLI, API, MCP)
+MAX_K = 50  # chunks asked of a plain-words answer
 
 
-class QueryTooLong(LookupProblem):
+class QueryTooLong(BadQuestion):
     """The question is over :data:`MAX_QUERY_CHARS`."""
 
 

@@ -170,7 +170,7 @@ def test_a_repealed_act_names_its_replacement_and_fetches_it_beside(tmp_path: Pa
     assert "Вместо него действует: Трудовой кодекс" in routed.hint
     beside = [c for c in routed.chunks if c.doc_id == "k1500000414"]
     assert beside and all(c.replaces == "k070000251_" for c in beside)
-    assert all(c.as_dict().get("replaces") is None for c in routed.chunks if c.doc_id == "k070000251_")
+    assert all(c.replaces is None for c in routed.chunks if c.doc_id == "k070000251_")
 
 
 def test_a_new_note_is_a_metadata_only_update(tmp_path: Path) -> None:

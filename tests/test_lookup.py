@@ -159,7 +159,9 @@ def test_cli_lookup_json_contract(sample_run) -> None:  # type: ignore[no-untype
     out = json.loads(done.stdout)
     assert {"query", "status", "identifiers", "matches", "chunks", "hint"} <= set(out)
     assert out["status"] == "ambiguous"
-    assert out["identifiers"] == [{"kind": "order", "raw": "приказ 211", "canonical": "Приказ № 211", "span": [12, 22]}]
+    assert out["identifiers"] == [
+        {"kind": "order", "raw": "приказ 211", "canonical": "Приказ № 211", "span": [12, 22], "binding": None}
+    ]
     assert {"identifier", "doc_ids"} <= set(out["matches"][0]) and len(out["matches"][0]["doc_ids"]) == 3
     assert len(out["chunks"]) == 3
     assert {"chunk_id", "doc_id", "code_articles", "article_labels", "text", "score"} <= set(out["chunks"][0])
