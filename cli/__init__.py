@@ -20,6 +20,27 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain help: starts in a fraction of the time rich formatting takes
     help="Identifier-aware document ETL for legal and safety retrieval.\n\nExample: `zan run --home ./data`",
 )
+
+
+def _version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("zan")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            found = "unknown (not installed)"
+        sys.stdout.write(f"zan {found}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: bool = typer.Option(False, "--version", is_eager=True, callback=_version, help="Print the version."),
+) -> None:
+    """Identifier-aware document ETL for legal and safety retrieval."""
+
+
 app.command("run")(run.run_command)
 app.command("versions")(run.versions_command)
 app.command("rollback")(run.rollback_command)
@@ -32,6 +53,7 @@ app.command("tune")(lookup.tune_command)
 app.command("history")(lookup.history_command)
 app.command("audit")(query.audit_command)
 app.command("serve")(serve.serve_command)
+app.command("mcp")(serve.mcp_command)
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from typing import Annotated
@@ -45,9 +46,17 @@ def serve_command(
         int,
         typer.Option("--max-header-bytes", min=4096, max=1 << 20, help="Request line and headers together (then 431)."),
     ] = 64 * 1024,
+    cors_origin: Annotated[
+        list[str] | None,
+        typer.Option("--cors-origin", help="An origin browsers may call the API from (repeat; none by default)."),
+    ] = None,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="Logs on stderr: json (one object a line) or text.")
+    ] = "json",
 ) -> None:
     """Serve lookups (GET /api/lookup?q=…, the same JSON as `zan lookup --json`) and the registry pages,
-    read-only, following each newly published version without a restart.
+    read-only, following each newly published version without a restart. MCP clients connect at /mcp
+    (streamable HTTP, the same token); /livez and /readyz are for the orchestrator.
 
     Example: `zan serve --home ./data --port 8787` then open http://127.0.0.1:8787/?q=приказ+211
     """
@@ -56,7 +65,32 @@ def serve_command(
     from serve.served import ServeConfig
 
     token = os.environ.get(TOKEN_ENV) or None
+    if log_format not in ("json", "text"):
+        raise typer.BadParameter(f"{log_format[:20]!r}: use json or text", param_hint="--log-format")
     with failing("serve"):
         limits = ServeLimits(max_header_bytes=max_header_bytes, header_timeout=header_timeout, keep_alive=keep_alive,
                              max_connections=max_connections, max_in_flight=max_in_flight)  # fmt: skip
-        serve(ServeConfig(home, chroma_url, embedder, token, workers, limits=limits), host, port)
+        config = ServeConfig(home, chroma_url, embedder, token, workers, limits=limits, host=host,
+                             cors_origins=tuple(cors_origin or ()))  # fmt: skip
+        serve(config, host, port, "json" if log_format == "json" else "text")
+
+
+def mcp_command(
+    home: HomeOption = Path("data"),
+    chroma_url: ChromaUrlOption = None,
+    embedder: EmbedderOption = None,
+) -> None:
+    """Serve zan's tools (lookup, search, read, document, history) to an MCP client over stdio: the client
+    starts this command and talks to it on stdin/stdout. Over HTTP, `zan serve` has the same tools at /mcp.
+
+    Example: in a client's config, `{"command": "zan", "args": ["mcp", "--home", "/srv/zan/data"]}`
+    """
+    from lookup.route import Lookup
+    from runs.history import RunHistory
+    from serve.logs import configure
+    from serve.mcp import build_mcp
+
+    configure("text", logging.WARNING)  # stdout is the protocol's: every log line goes to stderr
+    with failing("mcp"):
+        lookup = Lookup.open(home, chroma_url, embedder)
+    build_mcp(lambda: (lookup, lookup.snapshot()), RunHistory(Path(home))).run("stdio")

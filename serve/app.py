@@ -26,35 +26,44 @@ own keys, never joined to a path.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import hmac
 import ipaddress
+import logging
+import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import anyio
 from fastapi import FastAPI, HTTPException, Query, Request
+from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from pydantic import BaseModel
 from starlette.datastructures import Headers, MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from zan_client.models import Article, Document, DocumentList, Health, History, LookupAnswer, Runs
 
-from lookup.errors import LookupProblem
-from lookup.route import MAX_QUERY_CHARS, Lookup
+from lookup.errors import BadQuestion, LookupProblem
+from lookup.route import MAX_K, MAX_K_PER_DOC, MAX_QUERY_CHARS, Lookup
 from lookup.version import Snapshot
 from runs.history import MAX_RUNS
 from serve import pages
 from serve.limits import ServeLimits
+from serve.logs import LogFormat
+from serve.logs import configure as configure_logs
+from serve.mcp import build_mcp
 from serve.metrics import Metrics
 from serve.served import ServeConfig, Served
 from serve.views import MAX_PAGE, article, document, document_history, search_documents
 
 HERE = Path(__file__).resolve().parent
 TOKEN_ENV = "ZAN_SERVE_TOKEN"
-MAX_K_PER_DOC = 100
 T = TypeVar("T")
 PageQuery = Annotated[int, Query(ge=1, le=MAX_PAGE, description="Which page of a long document or article.")]
 
@@ -83,11 +92,14 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def blocking(call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
 
+    tools = build_mcp(served.snapshot, served.history, limiter)
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         served.start()
         try:
-            yield
+            async with tools.session_manager.run():
+                yield
         finally:
             served.stop()
 
@@ -101,70 +113,100 @@ def create_app(config: ServeConfig) -> FastAPI:
     )
     app.state.served = served
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
+    # MCP over streamable HTTP at /mcp: stateless JSON answers (no session to keep, nothing streamed), its route
+    # put beside the API's so the token, the bounds and the metrics below cover it the same way
+    mcp_app = tools.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                                        host=config.host, max_request_body_size=MAX_MCP_BODY)  # fmt: skip
+    app.router.routes.extend(mcp_app.routes)
 
+    if config.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
+                           allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+                           expose_headers=["X-Request-Id", "X-Zan-Version"])  # fmt: skip
     app.add_middleware(GuardAndMeasure, token=config.token, metrics=metrics, served=served, limits=config.limits)
 
     # --- the API ----------------------------------------------------------------------------------------
 
-    @app.get("/api/lookup", tags=["api"], summary="Resolve a question's identifiers, fetch only their chunks")
+    @app.get("/api/lookup", tags=["api"], summary="Resolve a question's identifiers, fetch only their chunks",
+             response_model=LookupAnswer)  # fmt: skip
     async def api_lookup(
         q: Annotated[str, Query(min_length=1, max_length=4 * MAX_QUERY_CHARS, description="The question.")],
         k_per_doc: Annotated[int, Query(ge=1, le=MAX_K_PER_DOC, description="Chunks per matched document.")] = 5,
+        k: Annotated[int, Query(ge=1, le=MAX_K, description="Chunks a plain-words question returns.")] = 10,
         as_of: Annotated[dt.date | None, Query(description="The text in force on this date (YYYY-MM-DD).")] = None,
-    ) -> JSONResponse:
+    ) -> Response:
         """The same JSON as `zan lookup --json`: status, identifiers, matches, chunks, hint, version; with
         `as_of`, the named acts' text in force on that date and the edition answered from (`editions`)."""
         lookup, snap = served.snapshot()
-        result = await blocking(_answer, lookup, snap, q, k_per_doc, as_of)
-        return JSONResponse(result, headers={"X-Zan-Version": str(result["version"])})
+        result = await blocking(_answer, lookup, snap, q, k_per_doc, as_of, k)
+        metrics.lookups.labels(result.status).inc()
+        return Response(result.model_dump_json(by_alias=True), media_type="application/json",
+                        headers={"X-Zan-Version": str(result.version)})  # fmt: skip
 
-    @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time")
+    @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time",
+             response_model=DocumentList)  # fmt: skip
     async def api_documents(
         q: Annotated[str, Query(max_length=200)] = "",
         doc_type: Annotated[str, Query(max_length=200)] = "",
         issuer: Annotated[str, Query(max_length=200)] = "",
         status: Annotated[str, Query(max_length=200)] = "",
         page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
-    ) -> JSONResponse:
+    ) -> Response:
         _, snap = served.snapshot()
         found = await blocking(search_documents, snap, q, doc_type, issuer, status, page)
-        return JSONResponse(found)
+        return _typed(DocumentList, found)
 
-    @app.get("/api/documents/{doc_id}", tags=["api"], summary="One document: requisites, status, articles, lineage")
-    async def api_document(doc_id: str, page: PageQuery = 1) -> JSONResponse:
+    @app.get("/api/documents/{doc_id}", tags=["api"], summary="One document: requisites, status, articles, lineage",
+             response_model=Document)  # fmt: skip
+    async def api_document(doc_id: str, page: PageQuery = 1) -> Response:
         """Articles and changes come a page at a time (`page` of `pages`, each list's `totals`)."""
         _, snap = served.snapshot()
         found = await blocking(document, snap, doc_id[:200], served.history, page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
-        return JSONResponse(found)
+        return _typed(Document, found)
 
-    @app.get("/api/documents/{doc_id}/articles/{label}", tags=["api"], summary="One article with notes, lineage")
-    async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> JSONResponse:
+    @app.get("/api/documents/{doc_id}/articles/{label}", tags=["api"], summary="One article with notes, lineage",
+             response_model=Article)  # fmt: skip
+    async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> Response:
         """Chunks (by size) and changes come a page at a time (`page` of `pages`, `totals`)."""
         _, snap = served.snapshot()
         found = await blocking(article, snap, doc_id[:200], label[:50], page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
-        return JSONResponse(found)
+        return _typed(Article, found)
 
-    @app.get("/api/documents/{doc_id}/history", tags=["api"], summary="An act's versions and what each changed")
-    async def api_history(doc_id: str) -> JSONResponse:
+    @app.get("/api/documents/{doc_id}/history", tags=["api"], summary="An act's versions and what each changed",
+             response_model=History)  # fmt: skip
+    async def api_history(doc_id: str) -> Response:
         """Each version of the act (from the git history a run read): its date, commit, and the parts it
         changed with a word diff. Empty for an act not read from git."""
         _, snap = served.snapshot()
         found = await blocking(document_history, snap, doc_id[:200])
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:200]!r}")
-        return JSONResponse(found)
+        return _typed(History, found)
 
-    @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects")
-    async def api_runs(limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50) -> JSONResponse:
+    @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects",
+             response_model=Runs)  # fmt: skip
+    async def api_runs(limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50) -> Response:
         runs = await blocking(served.history.runs, limit)
         current = served.lookup.held().version if served.lookup else None
-        return JSONResponse({"current_version": current, "runs": [r.as_dict() for r in runs]})
+        return _typed(Runs, {"current_version": current, "runs": [r.as_dict() for r in runs]})
 
-    @app.get("/healthz", tags=["operations"], summary="The version served; 503 while none can be")
+    @app.get("/livez", tags=["operations"], summary="The process answers (liveness: restart it when this fails)",
+             response_model=Health)  # fmt: skip
+    async def livez() -> JSONResponse:
+        return JSONResponse({"status": "ok"})
+
+    @app.get("/readyz", tags=["operations"], summary="A version is served (readiness: route traffic here)",
+             response_model=Health, responses={503: {"model": Health}})  # fmt: skip
+    async def readyz(request: Request) -> JSONResponse:
+        """200 with the version while one is served; 503 while none can be (starting, or nothing published)."""
+        return await healthz(request)
+
+    @app.get("/healthz", tags=["operations"], summary="The version served; 503 while none can be",
+             response_model=Health, responses={503: {"model": Health}})  # fmt: skip
     async def healthz(request: Request) -> JSONResponse:
         """Healthy or not, and the version served; why (which may name paths) only to a request that carries
         the token, on a server that has one."""
@@ -179,7 +221,8 @@ def create_app(config: ServeConfig) -> FastAPI:
             body["warning"] = served.problem if detailed else served.problem_kind
         return JSONResponse(body)
 
-    @app.get("/metrics", tags=["operations"], summary="Prometheus text format")
+    @app.get("/metrics", tags=["operations"], summary="Prometheus text format", response_class=PlainTextResponse,
+             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})  # fmt: skip
     async def prometheus() -> Response:
         body, content_type = metrics.render()
         return PlainTextResponse(body, media_type=content_type)
@@ -188,19 +231,29 @@ def create_app(config: ServeConfig) -> FastAPI:
 
     pages.register(app, served, templates, blocking)
 
-    @app.exception_handler(LookupProblem)
-    async def lookup_problem(request: Request, exc: LookupProblem) -> JSONResponse:
+    @app.exception_handler(BadQuestion)
+    async def bad_question(request: Request, exc: BadQuestion) -> JSONResponse:
         return JSONResponse({"detail": str(exc)}, status_code=400)
 
-    @app.exception_handler(ValueError)
-    async def bad_value(request: Request, exc: ValueError) -> JSONResponse:
-        return JSONResponse({"detail": str(exc)}, status_code=400)
+    @app.exception_handler(LookupProblem)
+    async def cannot_serve(request: Request, exc: LookupProblem) -> JSONResponse:
+        """The published data cannot answer (a missing index, another embedder's): the server's state, not the
+        client's question."""
+        log.warning("request %s: %s", request_id(request.scope), exc)
+        return JSONResponse({"detail": "the published version cannot answer this now", "request_id":
+                             request_id(request.scope)}, status_code=503, headers={"Retry-After": "5"})  # fmt: skip
 
     return app
 
 
-def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.date | None = None) -> dict[str, Any]:
-    return lookup.route(q, k_per_doc=k_per_doc, snapshot=snap, as_of=as_of).as_dict()
+def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.date | None = None,
+            k: int = 10) -> LookupAnswer:  # fmt: skip
+    return lookup.route(q, k_per_doc=k_per_doc, k=k, snapshot=snap, as_of=as_of).answer()
+
+
+def _typed(model: type[BaseModel], found: dict[str, Any]) -> Response:
+    """A view's dict checked against its model on the way out (a field the model lacks is a fault of ours)."""
+    return Response(model.model_validate(found).model_dump_json(), media_type="application/json")
 
 
 # Every response: no script but our own (the pages have none), nothing framed, nothing sniffed, no referrer.
@@ -212,7 +265,22 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
 }
-UNCAPPED = frozenset({"/healthz"})  # answered whatever the load: an orchestrator must see the process alive
+UNCAPPED = frozenset({"/healthz", "/livez", "/readyz"})  # answered whatever the load: an orchestrator must see it
+OPEN = UNCAPPED  # answered without the token (they name no path and no data)
+REQUEST_ID = "request_id"
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+MAX_MCP_BODY = 64 * 1024  # one tool call: a question of 4 × MAX_QUERY_CHARS bytes and its arguments, in JSON
+log = logging.getLogger("zan.serve")
+access = logging.getLogger("zan.access")
+
+
+def _request_id(given: str | None) -> str:
+    """The client's X-Request-Id when it is a plain token of at most 64 characters, else a fresh one."""
+    return given if given and _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+
+
+def request_id(scope: Scope) -> str:
+    return str(scope.get("state", {}).get(REQUEST_ID, "-"))
 
 
 class GuardAndMeasure:
@@ -230,7 +298,9 @@ class GuardAndMeasure:
             await self.app(scope, receive, send)
             return
         started = time.perf_counter()
-        status = [500]
+        status = [0]
+        rid = _request_id(Headers(scope=scope).get("x-request-id"))
+        scope.setdefault("state", {})[REQUEST_ID] = rid
 
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -238,6 +308,7 @@ class GuardAndMeasure:
                 headers = MutableHeaders(scope=message)
                 for name, value in SECURITY_HEADERS.items():
                     headers.setdefault(name, value)
+                headers["X-Request-Id"] = rid
                 if self.served.lookup is not None and "x-zan-version" not in headers:
                     headers["X-Zan-Version"] = str(self.served.lookup.held().version)
             await send(message)
@@ -250,10 +321,20 @@ class GuardAndMeasure:
                 await refused(scope, receive, sending)
             else:
                 await self.app(scope, receive, sending)
+        except Exception:  # a fault of ours: 500 with the id the log names it by, never the client's 400
+            log.exception("request %s failed", rid)
+            if status[0]:  # the answer had begun: nothing more can be sent on it
+                raise
+            await JSONResponse({"detail": "internal error", "request_id": rid}, status_code=500)(scope, receive,
+                                                                                                 sending)  # fmt: skip
         finally:
             self.in_flight -= capped
             route = scope.get("route")  # set by the router on this same scope
-            self.metrics.observe(getattr(route, "path", "unmatched"), status[0], time.perf_counter() - started)
+            seconds = time.perf_counter() - started
+            self.metrics.observe(getattr(route, "path", "unmatched"), status[0] or 500, seconds)
+            line = {"id": rid, "method": scope["method"], "path": scope["path"], "status": status[0] or 500,
+                    "ms": round(seconds * 1000, 1)}  # fmt: skip
+            access.info("%s %s %s", scope["method"], scope["path"], status[0] or 500, extra={"request": line})
 
     def _refusal(self, scope: Scope, capped: bool) -> Response | None:
         headers = scope["headers"]
@@ -265,7 +346,7 @@ class GuardAndMeasure:
         if capped and self.in_flight > self.limits.max_in_flight:
             return JSONResponse({"detail": f"over {self.limits.max_in_flight} requests in flight; retry"},
                                 status_code=503, headers={"Retry-After": str(self.limits.retry_after)})  # fmt: skip
-        if self.token and scope["path"] != "/healthz" and not _authorised(Headers(scope=scope), self.token):
+        if self.token and scope["path"] not in OPEN and not _authorised(Headers(scope=scope), self.token):
             return JSONResponse({"detail": "a bearer token is required"}, status_code=401,
                                 headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
         return None
@@ -276,13 +357,16 @@ def _authorised(headers: Headers, token: str) -> bool:
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
 
 
-def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8787) -> None:
-    """Run the app on uvicorn, with the connection bounds of :mod:`serve.protocol`, until interrupted."""
+def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8787, log_format: LogFormat = "json") -> None:
+    """Run the app on uvicorn, with the connection bounds of :mod:`serve.protocol`, until interrupted; logs
+    in ``log_format`` on stderr (:mod:`serve.logs`)."""
     import uvicorn
 
     from serve.protocol import bounded_protocol
 
     check_binding(host, config.token)
+    configure_logs(log_format)
+    config = dataclasses.replace(config, host=host)
     limits = config.limits
     _files_for(limits.max_connections)
     uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False,

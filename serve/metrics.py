@@ -1,12 +1,20 @@
 """The server's Prometheus metrics, in a registry of its own (nothing global, so two apps in one process —
-tests — do not share counters): requests by route and status, latency by route, the version served and how
-many times it switched."""
+tests — do not share counters): requests by route and status, latency by route, questions by the answer's
+status, the version served and how many times it switched, and the process's memory, CPU and open files."""
 
 from __future__ import annotations
 
 import threading
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -22,6 +30,10 @@ class Metrics:
                              registry=self.registry)  # fmt: skip
         self.switches = Counter("zan_version_switches", "Times a newly published version was swapped in",
                                 registry=self.registry)  # fmt: skip
+        self.lookups = Counter("zan_lookups", "Questions answered, by the answer's status", ["status"],
+                               registry=self.registry)  # fmt: skip
+        ProcessCollector(registry=self.registry)  # memory, CPU seconds, open files of this process
+        PlatformCollector(registry=self.registry)
         self._served: str | None = None
         self._lock = threading.Lock()
 

@@ -101,13 +101,14 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
 def _lookup_view(lookup: Lookup, snap: Snapshot, q: str) -> dict[str, Any]:
     """The lookup's answer, with each matched document's requisites for the page."""
     result = lookup.route(q, snapshot=snap)
+    answer = result.as_dict()
     docs = snap.registry.docs
     matches = []
-    for m in result.matches:
+    for m, typed in zip(result.matches, answer["matches"], strict=True):
         candidates = [docs[d] for d in m.doc_ids if d in docs]
-        matches.append({"match": m.as_dict(), "candidates": candidates})
+        matches.append({"match": typed, "candidates": candidates})
     return {
-        "result": result.as_dict(),
+        "result": answer,
         "status_text": STATUS_TEXT.get(result.status, result.status),
         "matches": matches,
         "titles": {c.doc_id: docs[c.doc_id].doc_title for c in result.chunks if c.doc_id in docs},

@@ -33,6 +33,8 @@ class ServeConfig:
     max_candidates: int = 5  # as `zan lookup`: documents listed for an article named with no document
     poll_seconds: float = POLL_SECONDS
     limits: ServeLimits = ServeLimits()
+    host: str = "127.0.0.1"  # where it is bound: MCP's DNS-rebinding check allows loopback names only there
+    cors_origins: tuple[str, ...] = ()  # origins a browser may call the API from (none by default)
 
 
 class Served:

@@ -8,6 +8,7 @@ keep) are read once per version and kept with it (:func:`documents_of`).
 from __future__ import annotations
 
 import datetime as dt
+import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from lookup.errors import BadQuestion
 from lookup.grammar import parse
 from lookup.history import history_of
 from lookup.lineage import Change
@@ -82,7 +84,7 @@ def _json(value: Any) -> Any:
 def bounded(value: str | None, what: str) -> str:
     value = (value or "").strip()
     if len(value) > MAX_FILTER_CHARS:
-        raise ValueError(f"{what} is {len(value)} characters long; the limit is {MAX_FILTER_CHARS}")
+        raise BadQuestion(f"{what} is {len(value)} characters long; the limit is {MAX_FILTER_CHARS}")
     return value
 
 
@@ -95,7 +97,7 @@ def search_documents(
     q, doc_type, issuer, status = (bounded(v, n) for v, n in ((q, "q"), (doc_type, "doc_type"), (issuer, "issuer"),
                                                                (status, "status")))  # fmt: skip
     if not 1 <= page <= MAX_PAGE:
-        raise ValueError(f"page must be between 1 and {MAX_PAGE}")
+        raise BadQuestion(f"page must be between 1 and {MAX_PAGE}")
     docs = documents_of(snap).rows
     if q:
         identifiers = parse(q)
@@ -235,6 +237,43 @@ def article(snap: Snapshot, doc_id: str, label: str, page: int = 1) -> dict[str,
         "pages": max(len(pages_of_chunks), _pages(len(changes), CHANGES_PER_PAGE)),
         "totals": {"chunks": sum(map(len, pages_of_chunks)), "changes": len(changes)},
     }
+
+
+def passage(snap: Snapshot, doc_id: str, narrowing: Narrowing | None = None, page: int = 1) -> dict[str, Any] | None:
+    """A document's chunks that ``narrowing`` keeps (all of them when it is empty; the named articles' when a
+    пункт or section has no chunk of its own), in reading order (article numbers as numbers), a page of
+    :data:`ARTICLE_PAGE_CHARS` at a time. None when the version holds no such document."""
+    info = snap.registry.docs.get(doc_id)
+    if info is None or snap.chunks is None:
+        return None
+    narrowing = narrowing or Narrowing()
+    rows = snap.chunks.rows([doc_id], narrowing)
+    if not rows.num_rows and (narrowing.points or narrowing.sections):
+        rows = snap.chunks.rows([doc_id], Narrowing(narrowing.articles))
+    ids = rows.column("chunk_id").to_pylist()
+    rows = rows.take(sorted(range(len(ids)), key=lambda n: _natural(ids[n])))
+    pages_of_chunks = _by_size(_chunk_texts(snap, rows))
+    return {
+        "doc_id": doc_id,
+        "doc_title": info.doc_title,
+        "article": ", ".join(narrowing.articles) or None,
+        "points": list(narrowing.points),
+        "chunks": pages_of_chunks[page - 1] if page <= len(pages_of_chunks) else [],
+        "page": page,
+        "pages": len(pages_of_chunks),
+        "totals": {"chunks": sum(map(len, pages_of_chunks))},
+    }
+
+
+def _natural(chunk_id: str) -> tuple[int, list[list[tuple[int, int | str]]]]:
+    """Reading order of a document's chunk ids: the preamble, the body, the annexes; within each, art2 before
+    art10 before art10-1 (runs of digits compared as numbers, part by part)."""
+    unit = chunk_id.split(":")[1] if ":" in chunk_id else chunk_id
+    unit = unit.split("/", 1)[1] if unit.startswith(("kaz/", "rus/", "eng/")) else unit
+    where = 0 if unit.startswith("pre") else 2 if unit.startswith("annex") else 1
+    parts = [[(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", part) if p]
+             for part in re.split(r"[:/-]", chunk_id)]  # fmt: skip
+    return where, parts
 
 
 def _by_size(chunks: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -139,24 +139,32 @@ def chroma_server(path: Path, port: int | None = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def zan_serve(home: Path, *options: str) -> Iterator[str]:
-    """A real ``zan serve`` process over ``home`` on 127.0.0.1, healthy (200 on /healthz); yields its URL."""
+def zan_serve(home: Path, *options: str, log: Path | None = None, wait_for: str = "/healthz") -> Iterator[str]:
+    """A real ``zan serve`` process over ``home`` on 127.0.0.1, healthy (200 on ``wait_for``: /livez for a
+    server that has nothing to serve yet); yields its URL. Its
+    log (one JSON line a request) goes to ``log``, else to a temporary file (a pipe nobody reads would fill
+    and stall the server)."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port),
-                               *options], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory())) / "serve.log"
+        with log.open("wb") as sink:
+            server = subprocess.Popen([sys.executable, "-m", "cli", "serve", "--home", str(home), "--port", str(port),
+                                       *options], stdout=subprocess.DEVNULL, stderr=sink)  # fmt: skip
+        yield from _healthy(server, f"http://127.0.0.1:{port}", log, wait_for)
+
+
+def _healthy(server: subprocess.Popen[bytes], url: str, log: Path, wait_for: str) -> Iterator[str]:
     try:
         deadline = time.monotonic() + 60
         while True:
             try:
-                if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+                if httpx.get(f"{url}{wait_for}", timeout=2).status_code == 200:
                     break
             except httpx.HTTPError:
                 pass
             if server.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(
-                    f"zan serve did not start: {server.stderr.read().decode() if server.stderr else ''}"
-                )
+                raise AssertionError(f"zan serve did not start: {log.read_text('utf-8', 'replace')[-4000:]}")
             time.sleep(0.2)
         yield url
     finally:

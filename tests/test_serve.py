@@ -16,6 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from zan_client.models import LookupAnswer
 
 from serve.app import check_binding, create_app
 from serve.served import ServeConfig
@@ -39,6 +40,9 @@ def test_the_api_lookup_json_is_zan_lookup_json_for_every_golden_row(richest_run
             cli = zan("lookup", row["query"], "--home", str(home), "--json")
             assert cli.returncode == 0, (row["id"], cli.stderr)
             assert served.json() == json.loads(cli.stdout), row["id"]
+            assert (
+                LookupAnswer.model_validate_json(served.content).model_dump(mode="json", by_alias=True) == served.json()
+            )
             assert served.headers["x-zan-version"] == served.json()["version"]
 
 
@@ -103,8 +107,18 @@ def test_the_api_is_read_only_and_has_no_sql(client) -> None:  # type: ignore[no
     assert methods == {"get"}
     assert set(schema["paths"]) == {"/api/lookup", "/api/documents", "/api/documents/{doc_id}",
                                     "/api/documents/{doc_id}/articles/{label}", "/api/documents/{doc_id}/history",
-                                    "/api/runs", "/healthz", "/metrics"}  # fmt: skip
+                                    "/api/runs", "/healthz", "/livez", "/readyz", "/metrics"}  # fmt: skip
     assert client.post("/api/lookup", json={"q": "x"}).status_code == 405
+    # /mcp takes POSTs (JSON-RPC), and every tool there reads: each is annotated read-only to the client
+    listed = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                         headers={"Accept": "application/json, text/event-stream", "Mcp-Protocol-Version": "2025-06-18",
+                                  "Host": "127.0.0.1:8787"})  # fmt: skip
+    assert listed.status_code == 200, listed.text
+    tools = listed.json()["result"]["tools"]
+    assert tools and all(t["annotations"]["readOnlyHint"] and not t["annotations"]["destructiveHint"] for t in tools)
+    rebound = client.post("/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}},
+                          headers={"Accept": "application/json", "Host": "evil.example"})  # fmt: skip
+    assert rebound.status_code == 421  # a page on another name that resolves here (DNS rebinding) is refused
     assert client.get("/api/sql", params={"q": "DROP TABLE registry"}).status_code == 404
 
 
