@@ -7,7 +7,7 @@ RUN mkdir -p /opt/zan/data /opt/zan/landing /opt/zan/sources /opt/zan/models \
     && chown -R airflow:0 /opt/zan
 USER airflow
 
-COPY --chown=airflow:0 pyproject.toml README.md /opt/zan/src/
+COPY --chown=airflow:0 pyproject.toml README.md hatch_build.py /opt/zan/src/
 COPY --chown=airflow:0 cli /opt/zan/src/cli
 COPY --chown=airflow:0 runs /opt/zan/src/runs
 COPY --chown=airflow:0 vectors /opt/zan/src/vectors
@@ -16,6 +16,7 @@ COPY --chown=airflow:0 enrich /opt/zan/src/enrich
 COPY --chown=airflow:0 extractors /opt/zan/src/extractors
 COPY --chown=airflow:0 schemas /opt/zan/src/schemas
 COPY --chown=airflow:0 serve /opt/zan/src/serve
+COPY --chown=airflow:0 clients/python /opt/zan/src/clients/python
 COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
 # Every Python dependency at the version uv.lock resolved (the same lock the native stack and the tests run
 # on): deploy/requirements.txt is exported from it by `make requirements`; zan itself adds nothing to it.

@@ -42,7 +42,7 @@ secrets: setup  ## .env with random secrets for docker compose (kept when there;
 	$(UV) run python -m deploy secrets
 
 requirements: setup  ## deploy/requirements.txt, what the Docker image installs, exported from uv.lock
-	$(UV) export --frozen --no-hashes --no-default-groups --group airflow --group models --no-emit-project --no-header --quiet -o deploy/requirements.txt
+	$(UV) export --frozen --no-hashes --no-default-groups --group airflow --group models --no-emit-project --no-emit-workspace --no-header --quiet -o deploy/requirements.txt
 
 test-deploy: setup deploy-deps  ## the native Airflow stack end to end through the REST API, with its faults
 	$(UV) run pytest -q -m deploy tests/deploy

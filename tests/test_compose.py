@@ -72,6 +72,10 @@ def test_dockerfile_copies_what_the_package_needs() -> None:
     packages = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["hatch"]["build"]["targets"]["wheel"]
     for package in packages["packages"]:
         assert f"COPY --chown=airflow:0 {package} " in dockerfile, package
+    # the typed answer the server imports: its own distribution, which zan's built wheel carries (hatch_build.py)
+    assert "COPY --chown=airflow:0 clients/python /opt/zan/src/clients/python" in dockerfile
+    assert "hatch_build.py /opt/zan/src/" in dockerfile
+    assert "clients/python" not in (ROOT / "deploy" / "requirements.txt").read_text("utf-8")
     assert Path(ROOT / ".dockerignore").read_text("utf-8").count(".venv") == 1
 
 

@@ -248,10 +248,15 @@ def test_batches_are_cut_by_count_and_size_and_the_key_is_sent_never_shown(
 def test_a_service_that_takes_fewer_texts_a_request_gets_halves_and_the_smaller_batch_is_kept(
     faults: Callable[..., object],
 ) -> None:
-    """TEI answers 413 past its --max-client-batch-size (32 by default) where zan sends 64: the batch is sent in
-    halves, every text gets its own vector in order, and later requests use the size that worked."""
+    """TEI answers 413 past its --max-client-batch-size (32 by default): zan sends 32 by default, and where 64
+    is configured the batch is sent in halves, every text gets its own vector in order, and later requests use
+    the size that worked."""
     texts = ["x" * (n % 7) for n in range(100)]
-    service = faults(max_batch=32, concurrency="1")  # one request at a time: the order below is the order sent
+    default = faults(max_batch=32, concurrency="1")
+    default.embed_passages(texts)  # type: ignore[attr-defined]
+    assert [len(b["input"]) for b in default.bodies] == [32, 32, 32, 4]  # type: ignore[attr-defined]
+    default.bodies.clear()  # type: ignore[attr-defined]
+    service = faults(max_batch=32, concurrency="1", batch="64")  # one request at a time: the order sent
     vectors = service.embed_passages(texts)  # type: ignore[attr-defined]
     sizes = [len(b["input"]) for b in service.bodies]  # type: ignore[attr-defined]
     assert sizes == [64, 32, 32, 36, 32, 4]  # 64 refused, its halves taken; 36 refused, sent at the size that worked
@@ -261,7 +266,7 @@ def test_a_service_that_takes_fewer_texts_a_request_gets_halves_and_the_smaller_
     service.bodies.clear()  # type: ignore[attr-defined]
     service.embed_passages(texts)  # type: ignore[attr-defined]
     assert [len(b["input"]) for b in service.bodies] == [32, 32, 32, 4]  # type: ignore[attr-defined]
-    parallel = faults(max_batch=32)  # four requests in flight: every text still gets its own row
+    parallel = faults(max_batch=32, batch="64")  # four requests in flight: every text still gets its own row
     rows = parallel.embed_passages(texts)  # type: ignore[attr-defined]
     assert np.allclose(rows[:, 0] / rows[:, 1], [len(t) % 7 + 1 for t in texts]) and parallel.batch <= 32  # type: ignore[attr-defined]
 

