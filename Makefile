@@ -62,7 +62,7 @@ bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), wi
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy serve
+	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy serve clients/python/zan_client
 
 check: test lint
 

@@ -24,6 +24,7 @@ task and passes the state file's path through XCom. Same library path either way
 from __future__ import annotations
 
 import json
+import logging
 import multiprocessing
 import os
 import shutil
@@ -85,6 +86,8 @@ from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
 from vectors.lexical import LEXICAL
 from vectors.words import build_word_indexes
+
+log = logging.getLogger("zan.runs")  # one line a finished run: Airflow puts it in the task's log
 
 # --- begin ----------------------------------------------------------------------------------------------
 
@@ -450,6 +453,10 @@ def finish(state_path: Path | str, error: BaseException | None = None) -> RunInf
     shutil.rmtree(staging_dir(home, state.run_id), ignore_errors=True)
     shutil.rmtree(state.work, ignore_errors=True)
     lease.release(home, state.run_id)
+    log.log(logging.ERROR if info.status in (RunStatus.FAILED, RunStatus.REFUSED) else logging.INFO,
+            "run %s %s: version %s, %d documents, %d embedded, %d rejected%s", info.run_id, info.status,
+            info.version, info.documents, info.embedded, info.rejected,
+            f" ({info.error})" if info.error else "")  # fmt: skip
     return info
 
 

@@ -14,8 +14,10 @@ for python in $pythons; do
   "$python" -m venv "$work/etl-$version"
   "$work/etl-$version/bin/pip" install -q "$root" 2>&1 | grep -v "^WARNING: Location" || true
   "$work/etl-$version/bin/zan" --version
-  "$work/etl-$version/bin/zan" run --home "$work/home-$version" --source "$root/data/sample" | tail -1
-  "$work/etl-$version/bin/zan" lookup "ст. 182 ТК РК" --home "$work/home-$version" --k-per-doc 1 | head -1
+  ran="$("$work/etl-$version/bin/zan" run --home "$work/home-$version" --source "$root/data/sample" 2>&1)"
+  grep "^published" <<<"$ran"
+  found="$("$work/etl-$version/bin/zan" lookup "ст. 182 ТК РК" --home "$work/home-$version" --k-per-doc 1 2>&1)"
+  grep -q "^status: exact" <<<"$found" && echo "lookup: ст. 182 ТК РК → exact"
   echo "== Python $version: the client alone, with its extras"
   "$python" -m venv "$work/client-$version"
   "$work/client-$version/bin/pip" install -q "$root/clients/python[langchain,llamaindex]" 2>&1 | grep -v "^WARNING: Location" || true

@@ -111,6 +111,32 @@ def test_amending_deleting_and_a_rewritten_history(scope: Path, tmp_path: Path) 
     assert len(history_of(replayed.snapshot()).versions("v1500010325")) == 2  # type: ignore[union-attr]  # not twice
     gone = replayed.route("приказ МВД № 507", as_of=dt.date(2026, 6, 1))
     assert "утратил силу" in gone.hint
+    _mcp_history_and_as_of(replayed, home)
+
+
+def _mcp_history_and_as_of(lookup: Lookup, home: Path) -> None:
+    """The MCP tools over the same home (the SDK's client, in process): ``history`` lists the act's two
+    versions, ``lookup`` with ``as_of`` answers from the edition in force then and names it."""
+    import anyio
+    from mcp import Client
+
+    from runs.history import RunHistory
+    from serve.mcp import build_mcp
+
+    server = build_mcp(lambda: (lookup, lookup.snapshot()), RunHistory(home))
+
+    async def main() -> None:
+        async with Client(server) as client:
+            history = (await client.call_tool("history", {"query": "приказ МВД № 46"})).structured_content
+            assert history["status"] == "exact", history["hint"]
+            assert [h["doc_id"] for h in history["histories"]] == ["v1500010325"]
+            assert [v["version_date"] for v in history["histories"][0]["versions"]] == ["2025-08-27", "2026-02-01"]
+            before = {"query": "приказ МВД № 46", "as_of": "2025-12-31"}
+            past = (await client.call_tool("lookup", before)).structured_content
+            assert [e["version_date"] for e in past["editions"]] == ["2025-08-27"] and past["as_of"] == "2025-12-31"
+            assert any("десяти рабочих дней со дня окончания" in c["text"] for c in past["chunks"])
+
+    anyio.run(main)
 
 
 def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_acts_in(

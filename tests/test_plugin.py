@@ -305,3 +305,17 @@ class TestZanRetrieverStandard(RetrieversIntegrationTests):  # type: ignore[misc
     @property
     def retriever_query_example(self) -> str:
         return "обучение и проверка знаний по охране труда"
+
+
+def test_the_library_says_what_a_run_did_in_its_log(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A finished run is one `zan.runs` line (Airflow shows library logs in the task's log)."""
+    import logging
+
+    from runs.pipeline import run
+    from tests.conftest import SAMPLE
+
+    with caplog.at_level(logging.INFO, logger="zan.runs"):
+        info = run([SAMPLE], tmp_path / "home")
+    lines = [r for r in caplog.records if r.name == "zan.runs"]
+    assert len(lines) == 1 and lines[0].levelno == logging.INFO
+    assert f"run {info.run_id} published: version v000001" in lines[0].getMessage()

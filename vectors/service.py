@@ -36,6 +36,7 @@ import binascii
 import functools
 import hashlib
 import json
+import logging
 import os
 import random
 import re
@@ -58,6 +59,8 @@ PROBES = (
     "Confined spaces require a written permit program.",
 )
 SAME_MODEL = 0.999  # probe cosine at or above which two answers come from the same model
+
+log = logging.getLogger("zan.vectors")
 
 
 class EmbeddingUnavailable(TransientError):
@@ -189,6 +192,9 @@ class ServiceEmbedder:
                 raise EmbedderError(f"embeddings service {self.url} refused one text as too large: {exc}") from exc
             # in halves, or at the size another request already found to work when that is smaller
             size = self.batch if self.batch < len(texts) else (len(texts) + 1) // 2
+            if size < self.batch:
+                log.warning("embeddings service %s refused %d texts a request (413): sending %d", self.url,
+                            len(texts), size)  # fmt: skip
             self.batch = min(self.batch, size)
             return np.vstack([self._request(texts[n : n + size], query) for n in range(0, len(texts), size)])
         except _Retryable as exc:
@@ -198,6 +204,8 @@ class ServiceEmbedder:
     def _wait(self, state: RetryCallState) -> float:
         """Exponential backoff with jitter (half the step fixed, half drawn), or the service's Retry-After."""
         error = state.outcome.exception() if state.outcome else None
+        log.warning("embeddings service %s: %s; attempt %d of %d", self.url, error, state.attempt_number,
+                    self.attempts)  # fmt: skip
         if isinstance(error, _Retryable) and error.retry_after is not None:
             return min(60.0, error.retry_after)
         step = min(60.0, self.backoff * 2 ** (state.attempt_number - 1))
