@@ -21,7 +21,7 @@ for python in $pythons; do
   echo "== Python $version: the client alone, with its extras"
   "$python" -m venv "$work/client-$version"
   "$work/client-$version/bin/pip" install -q "$root/clients/python[langchain,llamaindex]" 2>&1 | grep -v "^WARNING: Location" || true
-  "$work/client-$version/bin/python" - <<'PY'
+  (cd / && "$work/client-$version/bin/python" -) <<'PY'
 import importlib.util, sys
 import zan_client, zan_client.langchain, zan_client.llamaindex  # noqa: F401
 etl = [m for m in ("chromadb", "duckdb", "pyarrow", "lookup", "runs", "enrich", "vectors", "serve", "airflow")

@@ -136,8 +136,8 @@ def test_the_image_installs_what_the_lock_resolved() -> None:
     if not Path(uv).exists():
         pytest.skip("uv is not installed here (make setup installs it): the export was compared with the lock only")
     exported = subprocess.run([uv, "export", "--frozen", "--no-hashes", "--no-default-groups", "--group", "airflow",
-                               "--group", "models", "--no-emit-project", "--no-header", "--quiet"], cwd=ROOT,
-                              capture_output=True, text=True, timeout=120)  # fmt: skip
+                               "--group", "models", "--no-emit-project", "--no-emit-workspace", "--no-header",
+                               "--quiet"], cwd=ROOT, capture_output=True, text=True, timeout=120)  # fmt: skip
     assert exported.returncode == 0, exported.stderr
     assert exported.stdout == committed, "deploy/requirements.txt is stale: run make requirements"
 
