@@ -88,6 +88,7 @@ from vectors.lexical import LEXICAL
 from vectors.words import build_word_indexes
 
 log = logging.getLogger("zan.runs")  # one line a finished run: Airflow puts it in the task's log
+log.addHandler(logging.NullHandler())  # silent unless the application configures logging (Airflow, zan serve)
 
 # --- begin ----------------------------------------------------------------------------------------------
 

@@ -146,6 +146,7 @@ def build_centroids(
             continue
         hashes = batch.column("text_hash").take(pa.array(taken)).to_pylist()
         matrix, found = store.matrix([str(h) for h in hashes])
+        store.release()  # the block is copied out: its mapped pages need not stay in this process
         if not len(matrix) or not matrix.shape[1]:
             continue
         at = np.fromiter((position[docs[n]] for n in taken), np.int64, len(taken))

@@ -61,6 +61,7 @@ PROBES = (
 SAME_MODEL = 0.999  # probe cosine at or above which two answers come from the same model
 
 log = logging.getLogger("zan.vectors")
+log.addHandler(logging.NullHandler())  # silent unless the application configures logging (Airflow, zan serve)
 
 
 class EmbeddingUnavailable(TransientError):

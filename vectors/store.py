@@ -156,6 +156,12 @@ class VectorStore:
                 out[n], found[n] = vector, True
         return out, found
 
+    def release(self) -> None:
+        """Drop the vector pages this process has read from every part (:meth:`_Part.release`): a pass over
+        the whole store (a run's centroids) calls it after each block, so its memory stays that of a block."""
+        for part in self._parts.values():
+            part.release()
+
     def hashes_among(self, hashes: list[str]) -> list[str]:
         """Which of ``hashes`` are stored now (keys only: no vector is read). A part written since the last
         call is found too: what the index stage asks while the embed stage beside it stores parts."""
