@@ -118,6 +118,19 @@ def test_the_library_never_imports_airflow_or_the_cli() -> None:
     assert offenders == []
 
 
+def test_the_client_imports_nothing_of_the_house() -> None:
+    """clients/python is the ground floor of another building: the typed answer and the retrievers a chatbot
+    installs import no package of the ETL (the server imports them, never the other way)."""
+    offenders = []
+    for path in (ROOT / "clients" / "python" / "zan_client").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module]
+            offenders += [(path.name, n) for n in names if n.split(".")[0] in PACKAGES]
+    assert offenders == []
+
+
 def test_every_module_has_its_line_in_the_map_of_tests() -> None:
     """tests/README.md says where each module is tested: a new module cannot be left out of it."""
     mapped = (ROOT / "tests" / "README.md").read_text("utf-8")
