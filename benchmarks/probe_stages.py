@@ -11,6 +11,7 @@ so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chro
     python benchmarks/probe_stages.py 40 --shaped --noop-index   # 40 copies of the real corpus
     python benchmarks/probe_stages.py 130 --shaped --noop-index --split-lexical   # the BM25 build apart
     python benchmarks/probe_stages.py 40 --shaped --noop-index --split-enrich     # each step of enrich
+    python benchmarks/probe_stages.py 20000 --kazlaw --noop-index --split-lexical  # a git scope of 20 000 acts
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def main() -> None:
     parser.add_argument("--noop-index", action="store_true", help="a collection that keeps nothing")
     parser.add_argument("--chroma-url", help="a chroma run server (else the embedded index under the home)")
     parser.add_argument("--shaped", action="store_true", help="CHUNKS is copies of the real corpus (shaped.py)")
+    parser.add_argument("--kazlaw", action="store_true", help="CHUNKS is acts of a kazakhstan-law git scope "
+                        "(kazlaw_scope.py, 200 commits of history)")  # fmt: skip
     parser.add_argument("--split-lexical", action="store_true", help="the BM25 build's own peak, apart from enrich")
     parser.add_argument("--split-enrich", action="store_true", help="each step of the enrich stage's own peak")
     args = parser.parse_args()
@@ -111,7 +114,11 @@ def main() -> None:
         indexing.collection_embedder = lambda *_: None
     with tempfile.TemporaryDirectory(prefix="zan-probe-") as name:
         tmp = Path(name)
-        if args.shaped:
+        if args.kazlaw:
+            import kazlaw_scope
+
+            kazlaw_scope.build(tmp / "corpus", args.chunks, 200)
+        elif args.shaped:
             from shaped import write
 
             write(tmp / "corpus", args.chunks)

@@ -70,6 +70,8 @@ def aligned_pairs(enriched: Path, limit: int = MAX_UNITS) -> Iterable[tuple[str,
     return unit_pairs(drawn_units(enriched, limit))
 
 
+TEXT_ROWS = 8_192  # rows whose texts are decoded at once: one row group of a version's chunk file
+
 Units = dict[tuple[str, str], dict[str, list[str]]]
 
 
@@ -103,7 +105,14 @@ def drawn_units(enriched: Path, limit: int = MAX_UNITS) -> Units:
     if not drawn.any():
         return units
     columns = ["language", "text"]
-    for batch, rows_unit in zip(reader.iter_batches(batch_size=65_536, columns=columns), unit_of, strict=True):
+    row_units = np.concatenate(unit_of) if unit_of else np.zeros(0, np.int64)
+    del unit_of
+    start = 0
+    # texts a row group at a time: a batch of many groups held every text of them at once (244 MB of Arrow
+    # memory at 180 000 chunks), a group's are a few MB whatever the corpus
+    for batch in reader.iter_batches(batch_size=TEXT_ROWS, columns=columns):
+        rows_unit = row_units[start : start + batch.num_rows]
+        start += batch.num_rows
         picked = np.flatnonzero((rows_unit >= 0) & drawn[np.maximum(rows_unit, 0)])
         if not len(picked):
             continue
@@ -237,31 +246,39 @@ def _translation(source: list[set[str]], target: list[set[str]], rounds: int = R
     source_ids: dict[str, int] = {}
     target_ids: dict[str, int] = {}
     frequency: Counter[str] = Counter()
-    e_parts, f_parts, group_parts = [], [], []
-    groups = 0  # one group per (pair, target word): the words that may explain it
+    pairs: list[tuple[np.ndarray, np.ndarray]] = []
     for mine, theirs in zip(source, target, strict=True):
         if not mine or not theirs:
             continue
         frequency.update(mine)
-        es = np.fromiter((source_ids.setdefault(w, len(source_ids)) for w in sorted(mine)), np.int64)
-        fs = np.fromiter((target_ids.setdefault(w, len(target_ids)) for w in sorted(theirs)), np.int64)
-        e_parts.append(np.repeat(es, len(fs)))
-        f_parts.append(np.tile(fs, len(es)))
-        group_parts.append(np.tile(np.arange(groups, groups + len(fs)), len(es)))
-        groups += len(fs)
-    if not e_parts:
+        es = np.fromiter((source_ids.setdefault(w, len(source_ids)) for w in sorted(mine)), np.int32)
+        fs = np.fromiter((target_ids.setdefault(w, len(target_ids)) for w in sorted(theirs)), np.int32)
+        pairs.append((es, fs))
+    if not pairs:
         return {}
-    e, f = np.concatenate(e_parts), np.concatenate(f_parts)
-    group = np.concatenate(group_parts)
-    del e_parts, f_parts, group_parts
-    keys, link_key = np.unique(e * len(target_ids) + f, return_inverse=True)
+    # the links written straight into int32 arrays of their final size (no list of parts concatenated, which
+    # held every link twice): the bridge's build was the run's peak (719 MB at 2 000 kazakhstan-law acts)
+    size = sum(len(es) * len(fs) for es, fs in pairs)
+    e, f, group = np.empty(size, np.int32), np.empty(size, np.int32), np.empty(size, np.int32)
+    at = groups = 0  # one group per (pair, target word): the words that may explain it
+    for es, fs in pairs:
+        n = len(es) * len(fs)
+        e[at : at + n] = np.repeat(es, len(fs))
+        f[at : at + n] = np.tile(fs, len(es))
+        group[at : at + n] = np.tile(np.arange(groups, groups + len(fs), dtype=np.int32), len(es))
+        at, groups = at + n, groups + len(fs)
+    del pairs
+    pair_keys = e.astype(np.int64) * len(target_ids) + f
     del e, f
+    keys, link_key = _unique_inverse(pair_keys)
+    del pair_keys
     key_source, key_target = keys // len(target_ids), keys % len(target_ids)
     t = np.ones(len(keys))
     for _ in range(rounds):
-        weight = t[link_key]
-        share = weight / (np.bincount(group, weight, minlength=groups) + NULL_WEIGHT)[group]
+        share = t[link_key]  # each link's weight, then (in place) its share of its target word in its pair
+        share /= (np.bincount(group, share, minlength=groups) + NULL_WEIGHT)[group]
         counts = np.bincount(link_key, share, minlength=len(keys))
+        del share
         t = counts / np.bincount(key_source, counts, minlength=len(source_ids))[key_source]
     source_words, target_words = list(source_ids), list(target_ids)
     table: Table = {}
@@ -279,6 +296,21 @@ def _translation(source: list[set[str]], target: list[set[str]], rounds: int = R
         if kept:
             table[term] = kept
     return table
+
+
+def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(values, return_inverse=True)`` with the inverse as int32, in less memory (it kept a sorted
+    copy, a permutation, a mask and an int64 inverse of every link at once)."""
+    order = np.argsort(values, kind="stable")
+    values = values[order]
+    starts = np.empty(len(values), bool)
+    starts[:1] = True
+    np.not_equal(values[1:], values[:-1], out=starts[1:])
+    keys = values[starts]
+    del values
+    inverse = np.empty(len(order), np.int32)
+    inverse[order] = np.cumsum(starts, dtype=np.int32) - 1
+    return keys, inverse
 
 
 def _forms(surface: dict[str, Counter[str]]) -> dict[str, str]:
