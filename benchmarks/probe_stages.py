@@ -103,7 +103,8 @@ def main() -> None:
             setattr(module, name, call)
 
         for module, name in ((build, "join_files"), (build, "combine_files"), (build, "write_parquet_stream"),
-                             (stages, "carry_rejects"), (stages, "same_tables"), (stages, "write_small_tables"),
+                             (stages, "carry_rejects"), (stages, "_history"), (stages, "disagreements"),
+                             (stages, "same_tables"), (stages, "write_small_tables"),
                              (stages, "_live_keys"), (stages, "build_word_indexes")):  # fmt: skip
             watched(module, name)
     url = args.chroma_url
