@@ -126,20 +126,36 @@ def _link_or_copy(source: Path, target: Path) -> None:
 
 
 RUN_ROWS = 16_384  # new rows sorted in memory at a time (~30 MB of text): each becomes one sorted run
+RUN_BYTES = 64 << 20  # … or this much of them, texts included, whichever comes first
 CACHED_GROUPS = 8  # decoded row groups the merge keeps, all inputs together
 GroupCache = OrderedDict[tuple[int, int], pa.Table]  # (input, row group) → its rows
 
 
 def _sorted_runs(fresh: Path, out: Path) -> list[Path]:
-    """The new rows as sorted runs beside ``out``: :data:`RUN_ROWS` rows at a time read in file order, sorted
-    by :data:`SORT_KEY` and written in row groups of :data:`GROUP_ROWS`, so that :func:`_sorted` reads every
-    input in order (read in act order, the new rows' row groups were decoded once for each act in them)."""
-    runs = []
-    for n, batch in enumerate(pq.ParquetFile(fresh, pre_buffer=False).iter_batches(batch_size=RUN_ROWS)):
-        run = out.with_name(f"{out.name}.run-{n:05d}")
-        table = pa.Table.from_batches([batch]).sort_by([(k, "ascending") for k in SORT_KEY])
+    """The new rows as sorted runs beside ``out``: read in file order until :data:`RUN_ROWS` rows or
+    :data:`RUN_BYTES` of text, sorted by :data:`SORT_KEY` and written in row groups of :data:`GROUP_ROWS`, so that
+    :func:`_sorted` reads every input in order (read in act order, the new rows' row groups were decoded once
+    for each act in them). Bounded by bytes too: an act kept whole as one part makes rows of 100 KB, and 16 384
+    of them sorted at once were the full run's peak at 20 000 acts (526 MB of Arrow memory)."""
+    runs: list[Path] = []
+    held: list[pa.RecordBatch] = []
+    rows = size = 0
+
+    def write() -> None:
+        run = out.with_name(f"{out.name}.run-{len(runs):05d}")
+        table = pa.Table.from_batches(held).sort_by([(k, "ascending") for k in SORT_KEY])
         pq.write_table(table, run, row_group_size=GROUP_ROWS, compression="zstd")
         runs.append(run)
+
+    for batch in pq.ParquetFile(fresh, pre_buffer=False).iter_batches(batch_size=min(GROUP_ROWS, RUN_ROWS)):
+        held.append(batch)
+        rows += batch.num_rows
+        size += batch.nbytes
+        if rows >= RUN_ROWS or size >= RUN_BYTES:
+            write()
+            held, rows, size = [], 0, 0
+    if held:
+        write()
     return runs
 
 

@@ -172,6 +172,14 @@ def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_act
     pq.write_table(pa.Table.from_pylist(fresh, HISTORY_SCHEMA), tmp_path / "fresh.parquet", row_group_size=37)
     made = _sorted_runs(tmp_path / "fresh.parquet", tmp_path / "out.parquet")
     assert len(made) > 5
+    monkeypatch.setattr(runs.act_history, "RUN_ROWS", 10**6)  # runs bounded by their bytes alone
+    assert len(_sorted_runs(tmp_path / "fresh.parquet", tmp_path / "whole.parquet")) == 1
+    monkeypatch.setattr(runs.act_history, "RUN_BYTES", 1)
+    by_bytes = _sorted_runs(tmp_path / "fresh.parquet", tmp_path / "bytes.parquet")
+    assert len(by_bytes) == -(-len(fresh) // GROUP_ROWS) > 1
+    for part in by_bytes:
+        part.unlink()
+    (tmp_path / "whole.parquet.run-00000").unlink()
     _sorted([tmp_path / "before.parquet", *made], tmp_path / "out.parquet")
     out = pq.ParquetFile(tmp_path / "out.parquet")
     whole = pa.Table.from_pylist(before + fresh, HISTORY_SCHEMA).sort_by([(k, "ascending") for k in SORT_KEY])
