@@ -119,7 +119,7 @@ def _previous_cards(folder: Path | None) -> tuple[PreviousRows | None, dict[tupl
 
 
 def build_centroids(
-    enriched: Path, store: VectorStore, out: Path, block: int = 20_000, previous: Path | None = None
+    enriched: Path, store: VectorStore, out: Path, block: int = 4_096, previous: Path | None = None
 ) -> int:
     """Each document's centroid (the mean of its chunks' stored vectors, normalised) to ``out``, replaced whole;
     returns the number of documents. Chunks whose vector is not stored (none, after an index stage) are left
@@ -161,17 +161,23 @@ def build_centroids(
     if len(dims) > 1:
         return build_centroids(enriched, store, out, block)  # another model's vectors: nothing is kept
     ids = [doc for doc in digests if doc in kept or found_any[position[doc]]]
-    if ids:
-        vectors = np.empty((len(ids), dims.pop()), np.float32)
-        for n, doc in enumerate(ids):
-            if doc in kept:
-                assert before is not None
-                vectors[n] = before[kept[doc]]
-            else:
-                assert sums is not None
-                row = sums[position[doc]]
-                vectors[n] = row / max(float(np.linalg.norm(row)), 1e-12)
-        np.save(tmp / "vectors.npy", vectors)
+    if ids:  # written a block of rows at a time: no second matrix of every document beside the sums
+        dim = dims.pop()
+        with open(tmp / "vectors.npy", "wb") as handle:
+            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
+                      "shape": (len(ids), dim)}  # fmt: skip
+            np.lib.format.write_array_header_1_0(handle, header)
+            for start in range(0, len(ids), block):
+                part = np.empty((min(block, len(ids) - start), dim), np.float32)
+                for n, doc in enumerate(ids[start : start + block]):
+                    if doc in kept:
+                        assert before is not None
+                        part[n] = before[kept[doc]]
+                    else:
+                        assert sums is not None
+                        row = sums[position[doc]]
+                        part[n] = row / max(float(np.linalg.norm(row)), 1e-12)
+                handle.write(part.tobytes())
     (tmp / IDS).write_text(json.dumps(ids), "utf-8")
     whole = [digests[doc] if doc in kept or not missing[position[doc]] else None for doc in ids]
     (tmp / DIGESTS).write_text(json.dumps(whole), "utf-8")
