@@ -252,7 +252,11 @@ def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.da
 
 
 def _typed(model: type[BaseModel], found: dict[str, Any]) -> Response:
-    """A view's dict checked against its model on the way out (a field the model lacks is a fault of ours)."""
+    """A view's dict checked against its model on the way out. The models ignore fields they do not declare
+    (a client reads a newer server's answers), so a view's field the model lacks would silently vanish from
+    the API: that is refused here as a fault of ours."""
+    if unknown := set(found) - set(model.model_fields):
+        raise TypeError(f"{model.__name__} does not declare {sorted(unknown)}")
     return Response(model.model_validate(found).model_dump_json(), media_type="application/json")
 
 

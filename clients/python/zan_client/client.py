@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import itertools
 import random
 import time
 from typing import Any, TypeVar
@@ -42,6 +43,13 @@ class _Base:
         self.retries, self.backoff = retries, backoff
         self.headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+
+    def _after(self, attempt: int, response: httpx.Response | None) -> float | None:
+        """The one retry policy of both clients: seconds to wait before the next attempt, or None to answer (or
+        raise) now: attempts left, and a dropped connection (``response`` None) or a 502/503/504."""
+        if attempt >= self.retries or (response is not None and response.status_code not in RETRIED):
+            return None
+        return self._wait(attempt, response)
 
     def _wait(self, attempt: int, response: httpx.Response | None) -> float:
         """Retry-After when the server gave one (capped), else exponential backoff with full jitter."""
@@ -99,18 +107,16 @@ class ZanClient(_Base):
         self._http.close()
 
     def _get(self, path: str, model: type[M], params: dict[str, Any] | None = None) -> M:
-        for attempt in range(self.retries + 1):
+        for attempt in itertools.count():
             try:
                 response = self._http.get(path, params=params)
             except httpx.TransportError:
-                if attempt == self.retries:
+                if (wait := self._after(attempt, None)) is None:
                     raise
-                time.sleep(self._wait(attempt, None))
-                continue
-            if response.status_code in RETRIED and attempt < self.retries:
-                time.sleep(self._wait(attempt, response))
-                continue
-            return self._checked(response, model)
+            else:
+                if (wait := self._after(attempt, response)) is None:
+                    return self._checked(response, model)
+            time.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     def lookup(self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None, k: int = 10) -> LookupAnswer:
@@ -166,18 +172,16 @@ class AsyncZanClient(_Base):
         await self._http.aclose()
 
     async def _get(self, path: str, model: type[M], params: dict[str, Any] | None = None) -> M:
-        for attempt in range(self.retries + 1):
+        for attempt in itertools.count():
             try:
                 response = await self._http.get(path, params=params)
             except httpx.TransportError:
-                if attempt == self.retries:
+                if (wait := self._after(attempt, None)) is None:
                     raise
-                await asyncio.sleep(self._wait(attempt, None))
-                continue
-            if response.status_code in RETRIED and attempt < self.retries:
-                await asyncio.sleep(self._wait(attempt, response))
-                continue
-            return self._checked(response, model)
+            else:
+                if (wait := self._after(attempt, response)) is None:
+                    return self._checked(response, model)
+            await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def lookup(self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None,
