@@ -268,12 +268,19 @@ def vector_search(
     embedder: Embedder,
     published: Mapping[str, str] | None = None,
     query_vector: np.ndarray | None = None,
+    where: dict[str, Any] | None = None,
+    keep: Callable[[Chunk], bool] | None = None,
 ) -> list[Chunk]:
     """Plain nearest-neighbour search over the whole collection: the model alone (the eval's baseline), and
-    the vector ranking of a plain-words question (``query_vector``: the question's, when already embedded)."""
+    the vector ranking of a plain-words question (``query_vector``: the question's, when already embedded).
+    ``where`` narrows the search in the index; ``keep`` drops found chunks afterwards (the index is asked four
+    times deeper then)."""
     vector = embedder.embed_queries([query])[0] if query_vector is None else query_vector
     got = collection.query(
-        query_embeddings=[vector.tolist()], n_results=k * 2, include=["documents", "metadatas", "distances"]
+        query_embeddings=[vector.tolist()],
+        n_results=k * (8 if keep is not None else 2),
+        where=where,
+        include=["documents", "metadatas", "distances"],
     )
     found = [
         _chunk(chunk_id, meta, text, 1.0 - float(distance))
@@ -282,7 +289,7 @@ def vector_search(
         )
         if published is None or published.get(chunk_id) == (meta or {}).get("text_hash")
     ]
-    return found[:k]
+    return [c for c in found if keep(c)][:k] if keep is not None else found[:k]
 
 
 def _published_only(got: dict[str, Any], published: Mapping[str, str] | None) -> dict[str, Any]:

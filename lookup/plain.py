@@ -10,6 +10,11 @@ A question that names no document is answered from chunks found five ways, each 
 - ``pseudo``: the nearest chunks to the question pseudo-translated by that bridge (a Kazakh question about
   an act held only in Russian: the model reads «несчастных расследования инспектор» where it reads
   «жазатайым оқиға» poorly);
+- ``crossed``: the nearest chunks to the question among the acts *not* published in its language. A
+  multilingual model prefers its own language: a Kazakh question's Kazakh chunks outscore every Russian one
+  by a few hundredths of cosine, so a Russian-only order never reaches the global top fifty. Asked apart,
+  the model finds it, and its cosine raised by that preference (:attr:`RankParams.crossed`, chosen by
+  cross-validation) places it in the one vector ranking beside the question's own language;
 - ``documents``: acts ranked first, by their cards (title, kind, issuer, headings) and their centroids
   (:mod:`vectors.documents`), and the best chunks of the best acts taken beside the rest, so a four-chunk
   order is not drowned by a seven-hundred-chunk code.
@@ -64,6 +69,7 @@ class RankParams:
     lexical: float = 1.0
     expanded: float = 0.0
     pseudo: float = 0.0
+    crossed: float = 0.0  # raise the cosine of an act held only in other languages by this much (0: not asked)
     documents: float = 0.0
     cap: int = 0  # at most this many chunks of one act in the top five (0: no cap) …
     close: float = 0.0  # … while another act's chunk scores at least this share of the one it would replace
@@ -123,6 +129,7 @@ class Feature:
     lexical: float | None = None
     expanded: float | None = None
     pseudo: float | None = None
+    crossed: float | None = None  # cosine, found among the acts not published in the question's language
     doc_rank: int | None = None  # its act's rank among acts (documents first)
     within: int | None = None  # its rank inside its act
 
@@ -146,30 +153,60 @@ class Evidence:
 
     _ranked: tuple[list[Feature], dict[str, np.ndarray]] | None = field(default=None, init=False, repr=False)
     _tiebreak: np.ndarray | None = field(default=None, init=False, repr=False)
+    _vector: dict[float, np.ndarray] = field(default_factory=dict, init=False, repr=False)
+    _late: np.ndarray | None = field(default=None, init=False, repr=False)
 
-    def ranked(self) -> tuple[list[Feature], dict[str, np.ndarray]]:
+    def ranked(self, crossed: float = 0.0) -> tuple[list[Feature], dict[str, np.ndarray]]:
         """The candidates, and each one's rank (1-based, 0: not held) in every ranking and in documents-first
-        (its act's rank plus its rank inside it, less one): computed once, whatever the weights asked."""
+        (its act's rank plus its rank inside it, less one): computed once, whatever the weights asked. With
+        ``crossed`` > 0 the vector ranking holds the acts found in other languages too, their cosine raised by
+        ``crossed`` (one ranking per offset, kept)."""
         if self._ranked is None:
             features = sorted(self.features.values(), key=lambda f: f.chunk_id)
-            ranks: dict[str, np.ndarray] = {}
-            for signal in SIGNALS:
-                values = np.array([np.nan if getattr(f, signal) is None else getattr(f, signal) for f in features])
-                held = np.flatnonzero(~np.isnan(values))
-                out = np.zeros(len(features))
-                out[held[np.argsort(-values[held], kind="stable")]] = np.arange(1, len(held) + 1)
-                ranks[signal] = out
+            ranks = {signal: _ranks([getattr(f, signal) for f in features]) for signal in SIGNALS}
             ranks["documents"] = np.array([f.doc_rank + f.within - 1 if f.doc_rank and f.within else 0
                                            for f in features], dtype=float)  # fmt: skip
             self._ranked = (features, ranks)
             self._tiebreak = np.arange(len(features))
-        return self._ranked
+            self._vector = {}
+            self._late = None
+        features, ranks = self._ranked
+        if crossed <= 0:
+            return self._ranked
+        if crossed not in self._vector:
+            self._vector[crossed] = _ranks([_raised(f.vector, f.crossed, crossed) for f in features])
+        return features, {**ranks, "vector": self._vector[crossed]}
+
+    def other_edition(self) -> np.ndarray:
+        """Per candidate: a chunk in another language of an act published in the question's language too."""
+        features, _ = self.ranked()
+        if self._late is None:
+            self._late = np.array([f.doc_id in self.bilingual and f.language != self.language for f in features],
+                                  dtype=bool)  # fmt: skip
+        return self._late
 
     def tiebreak(self) -> np.ndarray:
         """Equal scores in chunk id order."""
         self.ranked()
         assert self._tiebreak is not None
         return self._tiebreak
+
+
+def _ranks(values: list[float | None]) -> np.ndarray:
+    """1-based ranks, best (highest) first; 0 where a ranking did not hold the candidate."""
+    scores = np.array([np.nan if v is None else v for v in values], dtype=float)
+    held = np.flatnonzero(~np.isnan(scores))
+    out = np.zeros(len(scores))
+    out[held[np.argsort(-scores[held], kind="stable")]] = np.arange(1, len(held) + 1)
+    return out
+
+
+def _raised(vector: float | None, crossed: float | None, offset: float) -> float | None:
+    """A candidate's cosine in the one vector ranking: its own, or, found among the acts held only in other
+    languages, that cosine plus ``offset`` (the better of the two)."""
+    if crossed is None:
+        return vector
+    return max(crossed + offset, vector) if vector is not None else crossed + offset
 
 
 def gather(
@@ -188,6 +225,7 @@ def gather(
                                query_vector=vector()):  # fmt: skip
         found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
         found.vector, found.base = chunk.vector, chunk
+    _crossed(evidence, snap, query, vector, depth, collection, embedder)
     if snap.lexical is None or snap.chunks is None:
         return evidence
     lexical = snap.lexical.scores(query)
@@ -213,6 +251,24 @@ def gather(
     if snap.documents is not None:
         _documents_first(evidence, snap, query, list(weights), vector, matrix, embedder, lexical)
     return evidence
+
+
+def _crossed(evidence: Evidence, snap: Snapshot, query: str, vector: QuestionVector, depth: int,
+             collection: Collection, embedder: Embedder) -> None:  # fmt: skip
+    """The nearest chunks among the acts that have no text in the question's language."""
+    language = evidence.language
+    docs = snap.registry.docs
+
+    def elsewhere(chunk: Chunk) -> bool:
+        info = docs.get(chunk.doc_id)
+        return info is not None and language not in info.languages
+
+    where = {"language": {"$ne": language}}
+    for chunk in vector_search(query, depth, collection=collection, embedder=embedder, published=snap.published,
+                               query_vector=vector(), where=where, keep=elsewhere):  # fmt: skip
+        found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
+        found.crossed = chunk.vector
+        found.base = found.base or chunk
 
 
 def _from_rows(evidence: Evidence, snap: Snapshot, found: list[tuple[int, float]], signal: str) -> None:
@@ -268,50 +324,50 @@ def _documents_first(
 def rank(evidence: Evidence, params: RankParams) -> list[tuple[Feature, float]]:
     """The candidates best first, with their fused scores (:class:`RankParams`): weighted reciprocal ranks,
     the question's language first in an act published in several, and the cap on one act in the top five."""
-    features, ranks = evidence.ranked()
+    features, _ = evidence.ranked(params.crossed)
+    picked, score = order(evidence, params)
+    return [(features[n], float(score[n])) for n in picked]
+
+
+def order(evidence: Evidence, params: RankParams) -> tuple[list[int], np.ndarray]:
+    """:func:`rank` as positions in ``evidence.ranked()``'s candidates, and every candidate's fused score: what
+    tuning reads, a grid of parameter sets over the same candidates, without making a pair per candidate."""
+    features, ranks = evidence.ranked(params.crossed)
     k = params.rrf_k
     score = np.zeros(len(features))
-    for signal in SIGNALS:
+    for signal in (*SIGNALS, "documents"):
         weight = getattr(params, signal)
         if weight:
             held = ranks[signal] > 0
             score[held] += weight / (k + ranks[signal][held])
-    if params.documents:
-        held = ranks["documents"] > 0
-        score[held] += params.documents / (k + ranks["documents"][held])
-    order = [int(n) for n in np.lexsort((evidence.tiebreak(), -score)) if score[n] > 0]
-    if evidence.language in ("rus", "kaz"):
-        late = [n for n in order if _other_edition(features[n], evidence)]
-        if late:
-            moved = set(late)
-            order = [n for n in order if n not in moved] + late
-    ordered = [features[n] for n in order]
-    by_id = {features[n].chunk_id: float(score[n]) for n in order}
+    picked = np.lexsort((evidence.tiebreak(), -score))
+    picked = picked[score[picked] > 0]
+    if evidence.language in ("rus", "kaz"):  # another language's text of an act published in the question's
+        late = evidence.other_edition()[picked]
+        if late.any():
+            picked = np.concatenate([picked[~late], picked[late]])
+    out = [int(n) for n in picked]
     if params.cap:
-        ordered = _capped(ordered, by_id, params.cap, params.close)
-    return [(f, by_id[f.chunk_id]) for f in ordered]
+        out = _capped(out, [f.doc_id for f in features], score, params.cap, params.close)
+    return out, score
 
 
-def _other_edition(f: Feature, evidence: Evidence) -> bool:
-    """A chunk in another language of an act published in the question's language too."""
-    return f.doc_id in evidence.bilingual and f.language != evidence.language
-
-
-def _capped(ordered: list[Feature], score: dict[str, float], cap: int, close: float, top: int = 5) -> list[Feature]:
+def _capped(ordered: list[int], doc_of: list[str], score: np.ndarray, cap: int, close: float,
+            top: int = 5) -> list[int]:  # fmt: skip
     """At most ``cap`` chunks of one act in the first ``top``, when the next act's chunk scores at least
     ``close`` of the one it would replace; the chunks moved follow the first ``top``."""
-    head: list[Feature] = []
-    moved: list[Feature] = []
+    head: list[int] = []
+    moved: list[int] = []
     held: dict[str, int] = {}
     for n, f in enumerate(ordered):
         if len(head) >= top:
             return head + moved + ordered[n:]
-        if held.get(f.doc_id, 0) >= cap:
-            rival = next((r for r in ordered[n + 1 : n + 30] if held.get(r.doc_id, 0) < cap), None)
-            if rival is not None and score[rival.chunk_id] >= close * score[f.chunk_id]:
+        if held.get(doc_of[f], 0) >= cap:
+            rival = next((r for r in ordered[n + 1 : n + 30] if held.get(doc_of[r], 0) < cap), None)
+            if rival is not None and score[rival] >= close * score[f]:
                 moved.append(f)
                 continue
-        held[f.doc_id] = held.get(f.doc_id, 0) + 1
+        held[doc_of[f]] = held.get(doc_of[f], 0) + 1
         head.append(f)
     return head + moved
 
@@ -320,7 +376,7 @@ def found_by(f: Feature) -> str:
     """How a chunk was found, in the words of ``--json``: ``both`` (words and meaning), ``vector`` (meaning:
     the question or its translation), ``lexical`` (words: the question's or those added to it), ``document``
     (only as one of the best chunks of one of the best acts)."""
-    meaning = f.vector is not None or f.pseudo is not None
+    meaning = f.vector is not None or f.pseudo is not None or f.crossed is not None
     words = f.lexical is not None or f.expanded is not None
     if meaning and words:
         return "both"
@@ -344,9 +400,14 @@ def chunks(snap: Snapshot, ranked: list[tuple[Feature, float]], k: int) -> list[
     for f, score in chosen:
         how = found_by(f)
         if f.base is not None:
-            out.append(dataclasses.replace(f.base, score=score, found_by=how, vector=f.vector, lexical=f.lexical,
+            out.append(dataclasses.replace(f.base, score=score, found_by=how, vector=_cosine(f), lexical=f.lexical,
                                            fused=score))  # fmt: skip
         elif f.chunk_id in texts:
             row, text = texts[f.chunk_id]
-            out.append(row_chunk(row, text, score, how, vector=f.vector, lexical=f.lexical, fused=score))
+            out.append(row_chunk(row, text, score, how, vector=_cosine(f), lexical=f.lexical, fused=score))
     return out
+
+
+def _cosine(f: Feature) -> float | None:
+    """The cosine shown: the question's to the chunk, however the vector side found it."""
+    return f.vector if f.vector is not None else f.crossed

@@ -71,6 +71,24 @@ def test_weighted_reciprocal_rank_fusion_and_language_first() -> None:
     assert scores["k:art54:0"] == pytest.approx(1 / 12 + 1 / 11)
 
 
+def test_an_act_held_only_in_another_language_joins_the_vector_ranking_raised_by_the_offset() -> None:
+    # A Kazakh question: the model scores the Labour Code's Kazakh chunks above any Russian one; the Russian-only
+    # rules were found apart (``crossed``: the nearest among acts with no Kazakh text) at 0.80.
+    evidence = _evidence("kaz", {"k"}, [
+        ("k:kaz/art77:0", "k", "kaz", {"vector": 0.84}),
+        ("k:kaz/art82:0", "k", "kaz", {"vector": 0.83}),
+        ("r:annex1/ch2:0", "r", "rus", {"crossed": 0.80}),
+        ("r:annex1/ch3:0", "r", "rus", {"crossed": 0.76}),
+    ])  # fmt: skip
+    off = [f.chunk_id for f, _ in rank(evidence, RankParams(lexical=0.0))]
+    assert off == ["k:kaz/art77:0", "k:kaz/art82:0"]  # not asked: the rules are not candidates at all
+    raised = [f.chunk_id for f, _ in rank(evidence, RankParams(lexical=0.0, crossed=0.06))]
+    assert raised == ["r:annex1/ch2:0", "k:kaz/art77:0", "k:kaz/art82:0", "r:annex1/ch3:0"]  # 0.86, .84, .83, .82
+    assert [f.chunk_id for f, _ in rank(evidence, RankParams(lexical=0.0, crossed=0.02))][:3] == [
+        "k:kaz/art77:0", "k:kaz/art82:0", "r:annex1/ch2:0"]  # fmt: skip
+    assert [f.chunk_id for f, _ in rank(evidence, RankParams(lexical=0.0))] == off  # each offset ranked apart
+
+
 def test_one_act_may_not_fill_the_top_five_while_another_scores_close() -> None:
     rows = [(f"code:art{n}:0", "code", "rus", {"vector": 1.0 - n / 100}) for n in range(1, 7)]
     rows.append(("order:annex1/ch1:0", "order", "rus", {"vector": 0.9}))

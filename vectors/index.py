@@ -45,7 +45,8 @@ class Collection(Protocol):
     def get(self, ids: list[str] | None = ..., where: dict[str, Any] | None = ..., limit: int | None = ...,
             offset: int | None = ..., include: list[str] = ...) -> Any: ...  # fmt: skip
 
-    def query(self, query_embeddings: Any, n_results: int = ..., include: list[str] = ...) -> Any: ...
+    def query(self, query_embeddings: Any, n_results: int = ..., where: dict[str, Any] | None = ...,
+              include: list[str] = ...) -> Any: ...  # fmt: skip
 
     def upsert(self, ids: list[str], embeddings: Any, documents: Any = ..., metadatas: Any = ...) -> None: ...
 
