@@ -4,6 +4,7 @@ held-out figures (cross-validated by act) on the real corpus with the offline de
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections import Counter
@@ -162,9 +163,25 @@ def test_e5_held_out_on_the_wide_set(e5_corpus_home: Path) -> None:
     fused = held["fused"]
     assert fused["set=W_wide"] >= 0.80 and fused["language=kaz"] >= 0.70 and fused["style=colloquial"] >= 0.70
     assert fused["set=S_semantic"] >= 0.90
-    assert fused["answer in another language"] >= 0.50  # the goal is 0.60: benchmarks/README.md says how far
+    assert fused["answer in another language"] >= 0.60
     below = {g: (v, held["model alone"][g]) for g, v in fused.items() if v < held["model alone"][g]}
     assert not below, below
+
+
+@pytest.mark.slow
+def test_a_kazakh_question_meets_a_russian_only_act_through_the_model_asked_apart(e5_corpus_home: Path) -> None:
+    # Noise and vibration at workplaces: the sanitary rules (МЗ № ҚР ДСМ-26, V2100022239) exist only in Russian.
+    # The model scores the Labour Code's Kazakh chunks higher; the rules found among the acts with no Kazakh text,
+    # their cosine raised by the shipped offset, come first.
+    question = "Жұмыс орындарындағы шу мен діріл деңгейіне қандай талаптар қойылады?"
+    lookup = Lookup.open(e5_corpus_home)
+    assert lookup.params.crossed > 0
+    answer = lookup.route(question).as_dict()
+    first = answer["chunks"][0]
+    assert (first["doc_id"], first["language"]) == ("v2100022239", "rus") and first["vector"] is not None
+    assert "текст есть только на русском" in answer["hint"].splitlines()[1]
+    lookup.params = dataclasses.replace(lookup.params, crossed=0.0)
+    assert lookup.route(question).as_dict()["chunks"][0]["doc_id"] == LABOUR_CODE  # the model's own order
 
 
 @pytest.fixture(scope="module")
@@ -186,6 +203,7 @@ def test_shipped_parameters_name_how_they_were_chosen() -> None:
     for family in ("hash", "e5"):
         entry = shipped[family]
         assert entry["held_out"]["ALL"]["hit@5"] > 0 and entry["questions"] >= 200, family
-        assert set(entry["params"]) >= {"rrf_k", "vector", "lexical", "expanded", "pseudo", "documents", "cap"}
+        assert set(entry["params"]) >= {"rrf_k", "vector", "lexical", "expanded", "pseudo", "crossed", "documents",
+                                        "cap"}  # fmt: skip
     assert Counter(tuning.kind_of(t) for t in ("code", "law", "constitution", "order", "decree", "standard")) == {
         "code": 1, "law": 2, "order/rules": 2, "standard": 1}  # fmt: skip
