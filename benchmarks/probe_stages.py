@@ -88,6 +88,7 @@ def main() -> None:
         stages.build_word_indexes = timed_build  # type: ignore[assignment]
     if args.split_enrich:  # each step of the enrich stage on its own line, its own high-water mark
         from runs import build
+        from vectors import words
 
         def watched(module: Any, name: str) -> None:
             inner = getattr(module, name)
@@ -105,7 +106,8 @@ def main() -> None:
         for module, name in ((build, "join_files"), (build, "combine_files"), (build, "write_parquet_stream"),
                              (stages, "carry_rejects"), (stages, "_history"), (stages, "disagreements"),
                              (stages, "same_tables"), (stages, "write_small_tables"),
-                             (stages, "_live_keys"), (stages, "build_word_indexes")):  # fmt: skip
+                             (stages, "_live_keys"), (stages, "build_word_indexes"), (words, "build_cards"),
+                             (words, "build_bridge")):  # fmt: skip
             watched(module, name)
     url = args.chroma_url
     if args.noop_index:
