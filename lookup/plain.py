@@ -77,13 +77,36 @@ class RankParams:
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+
+@dataclass(frozen=True)
+class Ranking:
+    """The weights a lookup ranks with: one :class:`RankParams` per question language where cross-validation
+    found enough acts to choose them on (``rus``, ``kaz``, ``eng``), and ``params`` for any other. A Kazakh
+    question leans on the bridge and on acts held in Russian, an English one on the model; one set of weights
+    for all three was below the model alone on English questions (hashed n-grams, held out)."""
+
+    params: RankParams = field(default_factory=RankParams)
+    by_language: dict[str, RankParams] = field(default_factory=dict)
+
+    def for_language(self, language: str | None) -> RankParams:
+        return self.by_language.get(language or "", self.params)
+
+    def replaced(self, **changes: Any) -> Ranking:
+        """The same weights with ``changes`` applied to every language's (what a test or an ablation varies)."""
+        return Ranking(dataclasses.replace(self.params, **changes),
+                       {lang: dataclasses.replace(p, **changes) for lang, p in self.by_language.items()})  # fmt: skip
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"params": self.params.as_dict(), "by_language": {k: p.as_dict() for k, p in self.by_language.items()}}
+
     @classmethod
-    def shipped(cls, embedder_id: str) -> RankParams:
-        """The parameters chosen for this embedder's family (``hash``, ``e5``, anything else: ``default``)."""
+    def shipped(cls, embedder_id: str) -> Ranking:
+        """The weights chosen for this embedder's family (``hash``, ``e5``, anything else: ``default``)."""
         table = _shipped()
         family = embedder_id.split("-", 1)[0].split(":", 1)[0]
         chosen = table.get(family) or table.get("default") or {}
-        return cls(**chosen.get("params", chosen))
+        by_language = {lang: RankParams(**p) for lang, p in chosen.get("by_language", {}).items()}
+        return cls(RankParams(**chosen.get("params", {})), by_language)
 
 
 @functools.cache

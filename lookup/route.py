@@ -33,7 +33,7 @@ from lookup.hint import hint, plain_words_hint, vector_method
 from lookup.history import history_of, past_texts
 from lookup.identifier import Identifier, LookupStatus
 from lookup.lineage import Change, LineageIndex
-from lookup.plain import DEPTH, DocFilter, Evidence, RankParams, gather, rank
+from lookup.plain import DEPTH, DocFilter, Evidence, Ranking, gather, rank
 from lookup.plain import chunks as plain_chunks
 from lookup.registry_index import MAX_CANDIDATES, DocInfo, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
@@ -137,7 +137,7 @@ class Lookup:
         self.embedder_id = identified(embedder, home)
         self.max_candidates = max_candidates
         self.store = VectorStore(home, self.embedder_id)
-        self.params = RankParams.shipped(self.embedder_id)  # the plain-words ranking's weights for this embedder
+        self.ranking = Ranking.shipped(self.embedder_id)  # the plain-words ranking's weights, per question language
         self._lock = threading.Lock()
         self._snapshot = self._checked(Snapshot.open(home, max_candidates))
         self._collection: Collection | None = None
@@ -246,11 +246,11 @@ class Lookup:
         return gather(snap, query, self.embedder, self.collection, self.store.matrix, depth)
 
     def plain_words(self, snap: Snapshot, query: str, k: int) -> tuple[list[Chunk], Evidence]:
-        """A question with no identifier: its candidates from every ranking, fused with the parameters chosen
-        for this embedder (:mod:`lookup.plain`). Without a lexical index (a version built before them): the
-        nearest chunks alone."""
+        """A question with no identifier: its candidates from every ranking, fused with the weights chosen for
+        this embedder and the question's language (:mod:`lookup.plain`). Without a lexical index (a version
+        built before them): the nearest chunks alone."""
         evidence = self.evidence(snap, query)
-        return plain_chunks(snap, rank(evidence, self.params), k), evidence
+        return plain_chunks(snap, rank(evidence, self.ranking.for_language(evidence.language)), k), evidence
 
     def resolve(self, query: str, snapshot: Snapshot | None = None) -> RouteResult:
         """The question's identifiers resolved through the registry, no chunk fetched: where reading a
@@ -275,7 +275,8 @@ class Lookup:
         depth = DEPTH
         while True:
             evidence = self.evidence(snap, query, depth)
-            ranked = [(f, s) for f, s in rank(evidence, self.params) if where.keeps(docs.get(f.doc_id), f.language)]
+            params = self.ranking.for_language(evidence.language)
+            ranked = [(f, s) for f, s in rank(evidence, params) if where.keeps(docs.get(f.doc_id), f.language)]
             if len(ranked) >= k or not where or depth > DEPTH:
                 break
             depth *= 8

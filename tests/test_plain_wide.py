@@ -4,7 +4,6 @@ held-out figures (cross-validated by act) on the real corpus with the offline de
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from collections import Counter
@@ -175,12 +174,12 @@ def test_a_kazakh_question_meets_a_russian_only_act_through_the_model_asked_apar
     # their cosine raised by the shipped offset, come first.
     question = "Жұмыс орындарындағы шу мен діріл деңгейіне қандай талаптар қойылады?"
     lookup = Lookup.open(e5_corpus_home)
-    assert lookup.params.crossed > 0
+    assert lookup.ranking.for_language("kaz").crossed > 0
     answer = lookup.route(question).as_dict()
     first = answer["chunks"][0]
     assert (first["doc_id"], first["language"]) == ("v2100022239", "rus") and first["vector"] is not None
     assert "текст есть только на русском" in answer["hint"].splitlines()[1]
-    lookup.params = dataclasses.replace(lookup.params, crossed=0.0)
+    lookup.ranking = lookup.ranking.replaced(crossed=0.0)
     assert lookup.route(question).as_dict()["chunks"][0]["doc_id"] == LABOUR_CODE  # the model's own order
 
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from lookup.evaluate import evaluate, read_golden
+from lookup import tuning
+from lookup.evaluate import GoldenRow, evaluate, read_golden
 from lookup.fusion import question_language
 from lookup.plain import Evidence, RankParams, rank
 from lookup.route import Lookup
@@ -99,6 +101,28 @@ def test_one_act_may_not_fill_the_top_five_while_another_scores_close() -> None:
     assert capped[:3] == ["code", "code", "order"] and capped[3:5] == ["code", "code"]
     far = [f.doc_id for f, _ in rank(evidence, RankParams(lexical=0.0, cap=2, close=0.99))]
     assert far[:5] == ["code"] * 5  # the other act is not close enough to take a place
+
+
+def test_weights_are_chosen_per_question_language_where_enough_acts_ask_in_it() -> None:
+    # Two candidates: the first finds the Russian and Kazakh questions' answers first, the second the English
+    # ones'. English is asked about three acts: it gets its own weights. Kazakh about two (fewer than
+    # MIN_ACTS): it keeps the weights chosen on every question, which five acts against three make the first.
+    asked = [("rus", "a"), ("rus", "b"), ("rus", "c"), ("kaz", "g"), ("kaz", "h"), ("eng", "d"), ("eng", "e"),
+             ("eng", "f"), ("eng", "f")]  # fmt: skip
+    questions = [tuning.Question(GoldenRow(f"q{n}", "W", "?", (act,), (), None), Evidence(lang, set()), act, [])
+                 for n, (lang, act) in enumerate(asked)]  # fmt: skip
+    candidates = [RankParams(), RankParams(lexical=2.0)]
+    found = np.array([[1 if lang != "eng" else 0 for lang, _ in asked],
+                      [0 if lang != "eng" else 1 for lang, _ in asked]], np.int16)  # fmt: skip
+    assert tuning.MIN_ACTS == 3
+    overall, by_language = tuning.choose(questions, candidates, found, range(len(asked)))
+    assert (overall, by_language) == (0, {"rus": 0, "eng": 1})
+    chosen = tuning.ranking(candidates, (overall, by_language))
+    assert chosen.for_language("eng") == RankParams(lexical=2.0)
+    assert chosen.for_language("kaz") == chosen.for_language(None) == RankParams()
+    assert chosen.replaced(crossed=0.5).for_language("eng").crossed == 0.5
+    # trained without the English acts' questions, English falls back too
+    assert tuning.choose(questions, candidates, found, range(6)) == (0, {"rus": 0})
 
 
 def test_a_plain_words_answer_says_how_each_source_was_found(sample_run) -> None:  # type: ignore[no-untyped-def]
