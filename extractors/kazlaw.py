@@ -13,8 +13,11 @@ commit per version of an act. Two layouts are read:
   of ``rus.md`` (``registry_number``, ``approval_date``); ``kaz.md`` carries only its ``source``.
 
 A large act is split: its ``rus.md`` ends in «## Части документа» with a table linking ``rus/<part>.md``; the
-parts are read in the table's order, each confined to the act's folder, and a part the table names but the
-folder lacks rejects the file (the act's last good version stays published).
+parts are read in the table's order, each confined to the act's folder. A part the table names but the folder
+lacks makes the text incomplete (:attr:`Document.incomplete`): its identity is whole, so the act is published
+with the text that is there and the run lists the file among its rejects — unless a whole version of the act
+was published before, which then stays (:mod:`runs.build`). Refusing the act outright made a lookup by its
+number answer «not found», the worst answer there is.
 
 Identity: the adilet id when the requisites allow it (an order registered with the Ministry of Justice is
 ``V<yy><registration number, 8 digits>``: «Зарегистрирован … 24 февраля 2015 года № 10325» → V1500010325),
@@ -127,8 +130,9 @@ def parse_act(data: bytes, source_file: str, name: str, folder_name: str, read: 
         other = "kaz.md" if language == "rus" else "rus.md"
         if read(other) is None:
             raise ExtractError(source_file, f"the act's folder holds {name} only: {other} is missing")
+    missing: list[str] = []
     if _PARTS_HEADING.search(body):
-        body = _with_parts(body, source_file, read)
+        body, missing = _with_parts(body, source_file, read)
     body = _ANCHOR.sub("", body)
     requisites = _requisites(meta, language, path, source_file)
     lines = body.splitlines()
@@ -143,6 +147,9 @@ def parse_act(data: bytes, source_file: str, name: str, folder_name: str, read: 
     tally.in_source = count_heading_like(line.lstrip("#") for line in lines)
     document = Document(requisites=requisites, units=units, source_file=source_file, language=language)
     document.headings = tally
+    if missing:  # its identity is whole: published with the text that is there, unless a whole one was before
+        named = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+        document.incomplete = f"part {named} is named in «Части документа» but missing: the text is incomplete"
     lapse = _LAPSE_CLAUSE.search(_text(meta.get("requisite"), language) or "")
     if lapse:  # the requisites say what repealed it: an editorial note, as adilet prints one (enrich.lineage)
         units[0].notes.insert(0, f"Сноска. {_numeric_dates(lapse.group(0)).strip(' .')}.")
@@ -309,18 +316,19 @@ def derived_adilet_id(sentence: str, requisites: Requisites) -> str | None:
     return f"V{date.year % 100:02d}{int(number):08d}"
 
 
-def _with_parts(body: str, source_file: str, read: Reader) -> str:
-    """The index's text before «## Части документа», then every part it links, in its order; a link that
-    leaves the act's folder or names no markdown file is refused, a part not there is missing."""
+def _with_parts(body: str, source_file: str, read: Reader) -> tuple[str, list[str]]:
+    """The index's text before «## Части документа», then every part it links, in its order, and the parts
+    it names that are not there; a link that leaves the act's folder or names no markdown file is refused."""
     head, table = _PARTS_HEADING.split(body, maxsplit=1)
     links = list(dict.fromkeys(_PART_LINK.findall(table)))[:MAX_PARTS]
-    texts = [head]
+    texts, missing = [head], []
     for link in links:
         parts = PurePosixPath(link).parts
         if not link.endswith(".md") or link.startswith("/") or ".." in parts or "\\" in link:
             raise ExtractError(source_file, f"part {link[:100]} lies outside the act's folder or is not markdown")
         found = read(link)
         if found is None:
-            raise ExtractError(source_file, f"part {link} is named in «Части документа» but missing")
+            missing.append(link)
+            continue
         texts.append(_ANCHOR.sub("", found.decode("utf-8", errors="strict")))
-    return "\n\n".join(texts)
+    return "\n\n".join(texts), missing

@@ -108,6 +108,7 @@ class Document:
     evidence: list[str] = field(default_factory=list)  # why that extractor was chosen
     headings: HeadingTally = field(default_factory=HeadingTally)
     notices: list[str] = field(default_factory=list)  # facts the run report should show (status not stated…)
+    incomplete: str | None = None  # why part of the text is absent (a part file the index names is not there)
     outline: Outline | None = None  # set on a header (:meth:`header`): the facts of the units it no longer holds
 
     @property

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import bisect
 import datetime as dt
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,12 +48,16 @@ def extract_files(
     files: list[Path], run_id: str, keep: Callable[[Document], None], progress: Progress | None = None
 ) -> list[Reject]:
     """Extract ``files`` (one shard of a run), handing each document to ``keep`` as it is read; returns the
-    rejects for the files that could not be read."""
+    rejects for the files that could not be read, and for those read with part of their text missing
+    (``Incomplete``: kept, and :func:`registry_of` decides whether they are published)."""
     rejects = []
     for n, path in enumerate(files, start=1):
         outcome = extract_file(path)
         if outcome.document:
             keep(outcome.document)
+            if outcome.document.incomplete:
+                rejects.append(Reject(run_id, "extract", outcome.source_file, None, outcome.document.incomplete,
+                                      error="Incomplete"))  # fmt: skip
         else:
             reason = outcome.error or "unknown error"
             rejects.append(Reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
@@ -85,11 +89,14 @@ def registry_of(
 ) -> Rebuilt:
     """Registry rows and chunks of the extracted documents, merged across sources and languages. A file
     that joins a reused document (another source, another language of the same act) rebuilds that one.
-    Chunks go to ``work/chunks.parquet``."""
+    Chunks go to ``work/chunks.parquet``. A document read with part of its text missing is published only
+    where no whole version of it was (:func:`_kept_whole`)."""
     reused, rejects = set(prepared.reused), list(rejects) + skipped_rejects(run_id, scope.skipped)
-    failed_reads = {r.source_file for r in rejects}
+    failed_reads = {r.source_file for r in rejects if r.error != "Incomplete"}
     for extra in range(1, len(scope.files) + 2):
-        entries, group_rejects = _entries(list(documents.headers.values()), run_id)
+        aside = _kept_whole(documents.headers.values(), previous)
+        headers = [d for d in documents.headers.values() if d.source_file not in aside]
+        entries, group_rejects = _entries(headers, run_id)
         clash = _clashes(entries, reused, previous)
         if not clash:
             break
@@ -101,13 +108,31 @@ def registry_of(
             extra_rejects = extract_files(more, run_id, DocumentWriter(handle))
         documents.add_file(path)
         rejects += extra_rejects
-        failed_reads |= {r.source_file for r in extra_rejects}
+        failed_reads |= {r.source_file for r in extra_rejects if r.error != "Incomplete"}
     if scope.files and not len(documents) and not reused:
         reasons = "; ".join(f"{r.source_file}: {r.reason}" for r in rejects[:5])
         raise RunError(f"no documents could be extracted from {len(scope.files)} file(s): {reasons}")
     wanted = [e for e in entries if not only or e.doc_id in only]
     registry, build_rejects = _rows_and_chunks(wanted, documents, run_id, work / "chunks.parquet")
     return Rebuilt(registry, work / "chunks.parquet", rejects + group_rejects + build_rejects, reused, len(documents))
+
+
+def _kept_whole(headers: Iterable[Document], previous: Published | None) -> set[str]:
+    """The files to set aside because a document read incomplete had a whole version published: that
+    version's files, every language (the act is one registry row: rebuilt from its other language alone it
+    would lose the first's text). Its ``Incomplete`` reject fails the file, so :func:`_carried` keeps the act
+    as it was. An act published incomplete before (an ``Incomplete`` reject of the same file) or never is
+    published from what there is."""
+    if previous is None:
+        return set()
+    before = previous.rejects.filter(pc.equal(previous.rejects["error"], "Incomplete"))
+    incomplete_before = set(before.column("source_file").to_pylist())
+    owners, files = previous.file_owners(), previous.doc_files()
+    aside: set[str] = set()
+    for document in headers:
+        if document.incomplete and document.source_file not in incomplete_before:
+            aside |= {f for d in owners.get(document.source_file, ()) for f in files.get(d) or ()}
+    return aside
 
 
 def with_repealed(rebuilt: Rebuilt, previous: Published, repealed: dict[str, str], work: Path) -> Rebuilt:

@@ -31,6 +31,9 @@ FACTS = {
                     "Об утверждении Правил проведения аудита в области пожарной"),
     "v1800017233": ("order", "МВД", "507", dt.date(2018, 7, 11), "17233", "in_force", None,
                     "Об утверждении Правил аттестации и переаттестации спасателей"),
+    # split: its index names annex parts (rus/an000.md …) the copy lacks; published with the order's own text
+    "v1700015986": ("order", "МВД", "673", dt.date(2017, 10, 9), "15986", "in_force", None,
+                    "Об утверждении Требований по безопасности объектов систем газоснабжения"),
     "v1800016515": ("order", "МВД", "86", dt.date(2018, 2, 2), "16515", "in_force", None,
                     "Об утверждении нормативов нагрузки и численности работников"),
     "v1500010155": ("order", "МВД", "910", dt.date(2014, 12, 18), "10155", "repealed", None,
@@ -55,21 +58,28 @@ def test_every_whole_act_is_read_with_its_facts_and_both_languages_are_one_row(k
         rows = {r[0]: r[1:] for r in con.sql(
             "SELECT doc_id, doc_type, issuer, order_number, date_approved, registration_number, status, "
             "replaced_by, doc_title, languages, portal_id FROM registry").fetchall()}  # fmt: skip
-        rejects = con.sql("SELECT source_file, reason FROM rejects").fetchall()
+        rejects = con.sql("SELECT source_file, reason, error FROM rejects").fetchall()
     assert set(rows) == set(FACTS)
     for doc_id, (kind, issuer, number, approved, registration, status, replaced, title) in FACTS.items():
         got = rows[doc_id]
         assert got[:7] == (kind, issuer, number, approved, registration, status, replaced), doc_id
         assert got[7].startswith(title) and sorted(got[8]) == ["kaz", "rus"], doc_id
         assert got[9] == doc_id.removeprefix("zan-") or got[9].isdigit()
-    # the split act: its index names parts the copy does not hold: rejected, file and reason named
-    assert sorted(Path(f).name for f, _ in rejects if "116006" in f) == ["kaz.md", "rus.md"]
-    assert all("is named in «Части документа» but missing" in why for f, why in rejects if "116006" in f)
+    # the split act: its index names parts the copy does not hold: published, and listed with the file and reason
+    assert sorted(Path(f).name for f, *_ in rejects if "116006" in f) == ["kaz.md", "rus.md"]
+    assert all("rus/an000.md" in why or "kaz/an000.md" in why for f, why, _ in rejects if "116006" in f)
+    assert {(error, "but missing: the text is incomplete" in why) for f, why, error in rejects} == {
+        ("Incomplete", True)
+    }
 
 
 def test_an_act_is_found_by_its_own_number_and_title_and_a_repeal_names_its_successor(kazlaw_home: Path) -> None:
     lookup = Lookup.open(kazlaw_home)
     assert lookup.route("приказ МВД № 507").doc_ids == ["v1800017233"]
+    gas = lookup.route("приказ МВД № 673 от 9 октября 2017 года")  # split, its annexes missing: found all the same
+    assert gas.status == "exact" and gas.doc_ids == ["v1700015986"] and gas.chunks
+    titled = lookup.route("Требования по безопасности объектов систем газоснабжения").chunks[:5]
+    assert "v1700015986" in [c.doc_id for c in titled]  # its rules are in the missing parts: only the order is there
     assert lookup.route("Правила аттестации и переаттестации спасателей").chunks[0].doc_id == "v1800017233"
     repealed = lookup.route("приказ МВД № 111 от 13.02.2015")
     assert repealed.status == "exact" and "УТРАТИЛ СИЛУ с 03.04.2017" in repealed.hint
@@ -101,6 +111,22 @@ def test_a_split_act_is_read_part_by_part_and_a_part_outside_its_folder_is_refus
     with connect(home) as con:
         text = " ".join(r[0] for r in con.sql("SELECT text FROM chunks WHERE language = 'rus'").fetchall())
     assert "Часть an000" in text and "Часть an022-3" in text and text.index("an000") < text.index("an022-3")
+    # a part lost after a whole version was published: that version stays, and the file is listed as incomplete
+    (act / "rus" / "an005.md").unlink()
+    lost = run([tmp_path / "src"], home)
+    assert lost.rejected == 1
+    with connect(home) as con:
+        assert "Часть an005" in " ".join(r[0] for r in con.sql("SELECT text FROM chunks").fetchall())
+        assert con.sql("SELECT error, reason FROM rejects").fetchall() == [
+            ("Incomplete", "part rus/an005.md is named in «Части документа» but missing: the text is incomplete")
+        ]
+    # never published whole: published with the text that is there
+    fresh = run([tmp_path / "src"], tmp_path / "home-fresh")
+    assert fresh.documents == 1 and fresh.rejected == 1
+    with connect(tmp_path / "home-fresh") as con:
+        text = " ".join(r[0] for r in con.sql("SELECT text FROM chunks WHERE language = 'rus'").fetchall())
+    assert "Часть an000" in text and "Часть an005" not in text
+    (act / "rus" / "an005.md").write_text("## Часть an005\n\n3. восстановлена\n", "utf-8")
     index = (act / "rus.md").read_text("utf-8").replace("(rus/an001.md)", "(rus/../../../../outside.md)")
     (act / "rus.md").write_text(index, "utf-8")
     (tmp_path / "outside.md").write_text("# secret\n", "utf-8")
