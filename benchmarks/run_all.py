@@ -39,6 +39,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_cli.py": ["--runs", "5"],
         "bench_serve.py": ["--docs", "50000"],
         "bench_kazlaw.py": ["--acts", "500", "2000", "--commits", "60", "--rounds", "3"],
+        "bench_recall.py": ["--rounds", "3"],
     },
     "tiny": {
         "bench_extract.py": ["--rounds", "1"],
@@ -62,6 +63,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_semantic.py": ["--tiny"],
         "bench_cli.py": ["--runs", "1"],
         "bench_serve.py": ["--docs", "300", "--embedder", "hash", "--seconds", "2", "--rounds", "1"],
+        "bench_recall.py": ["--source", "data/sample", "--rounds", "1"],
         "bench_kazlaw.py": [
             "--acts",
             "20",

@@ -65,3 +65,21 @@ def test_validation_reads_back_every_replaced_record_in_a_run_larger_than_its_sa
     monkeypatch.setattr(runs.indexing, "READ_BACK", 5)
     with pytest.raises(ValidationFailed, match="read back do not match.*art61:0"):
         run([src], home, options=RunOptions(force_reembed=True))
+
+
+def test_the_index_searches_wide_enough_and_an_older_one_is_widened(tmp_path: Path) -> None:
+    # Chroma's default ef_search (100) returned 0.96 of the exact 50 nearest chunks on the real corpus (0.26 at
+    # worst) and different ones per opening; zan's collections search SEARCH_EF wide (bench_recall.py: 0.998).
+    from vectors.embedders import make_embedder
+    from vectors.index import SEARCH_EF, get_collection
+
+    embedder = make_embedder("hash")
+    client = open_client(tmp_path / "new")
+    assert get_collection(client, embedder).configuration_json["hnsw"]["ef_search"] == SEARCH_EF > 100
+    old = open_client(tmp_path / "old")
+    old.create_collection(COLLECTION, metadata={"hnsw:space": "cosine", "zan_embedder": embedder.id},
+                          embedding_function=None)  # fmt: skip
+    assert old.get_collection(COLLECTION).configuration_json["hnsw"]["ef_search"] == 100  # as built before
+    get_collection(old, embedder)
+    again = open_client(tmp_path / "old").get_collection(COLLECTION)
+    assert again.configuration_json["hnsw"]["ef_search"] == SEARCH_EF and again.metadata["zan_embedder"] == embedder.id
