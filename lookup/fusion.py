@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import re
 
+from vectors.lexical import word_set
+
 RRF_K = 10  # measured on data/golden/semantic.jsonl against 30 and 60 (benchmarks/README.md)
 _KAZAKH_LETTERS = re.compile("[әғқңөұүһі]", re.I)
 _WORD = re.compile(r"[а-яё]+", re.I)
 
 
-def _word_set(*lines: str) -> frozenset[str]:
-    return frozenset(word for line in lines for word in line.split())
-
-
 # Kazakh words as typed on a Russian keyboard (қ→к, ү→у, ә→а…): question words, particles, everyday nouns.
-_KAZAKH_WORDS = _word_set(
+_KAZAKH_WORDS = word_set(
     "канша кандай кай калай кашан кайда неше ма ме ба бе па пе бола болады болама болад бар жок бере береди",
     "берилед уакыт уакыты кун кундер жыл жылы ай айлык апта сагат сагаттан жумыс жумыстан жумыска жумысшы",
     "жумыскер демалыс демалысы жалакы шарт шарты туралы бойынша ушин жане деген керек кезде бастап басталады",
@@ -30,7 +28,7 @@ _KAZAKH_WORDS = _word_set(
 )
 _KAZAKH_ENDINGS = ("дан", "ден", "тан", "тен", "нан", "нен", "нын", "нин", "дын", "дин", "тын", "тин", "лары",
                    "лери", "дары", "дери", "тары", "тери", "дагы", "деги", "тагы", "теги", "ыныз", "иниз")  # fmt: skip
-_RUSSIAN_WORDS = _word_set(
+_RUSSIAN_WORDS = word_set(
     "и в во на по что как ли можно сколько какой какая какие каков когда кто где есть для при или ли не за из",
     "от до если это то чем обязан должен положено нужно надо",
 )

@@ -376,9 +376,6 @@ class Lookup:
         return out
 
 
-_KAZAKH = re.compile(r"[әғқңөұүһі]|туралы", re.IGNORECASE)
-
-
 def _described_docs(snap: Snapshot, matches: list[Match], chunks: list[Chunk]) -> dict[str, DocInfo]:
     """The registry rows an answer describes: each match's documents (its candidates) and each chunk's."""
     docs = snap.registry.docs
@@ -398,7 +395,7 @@ def _described(matches: list[Match], identifiers: list[Identifier]) -> list[Matc
         ident = m.identifier
         if ident.kind != "title" or m.doc_ids:
             return False
-        return bool(_KAZAKH.search(ident.raw)) or (bool(ident.title_words) and n not in bound)
+        return question_language(ident.raw) == "kaz" or (bool(ident.title_words) and n not in bound)
 
     dropped = {n for n, m in enumerate(matches) if described(n, m)}
     return [m for n, m in enumerate(matches) if n not in dropped and m.identifier.bound_to not in dropped]

@@ -36,12 +36,13 @@ _WORD = re.compile(r"[0-9a-zа-яёәғқңөұүһі]+(?:-[0-9a-zа-яёәғқ�
 _KAZAKH_FOLD = str.maketrans("әғқңөұүһі", "агкноуухи")
 
 
-def _word_set(*lines: str) -> frozenset[str]:
+def word_set(*lines: str) -> frozenset[str]:
+    """The words of ``lines`` (a list written as lines of space-separated words)."""
     return frozenset(word for line in lines for word in line.split())
 
 
 # Words that occur in almost every chunk or question and say nothing of its subject.
-_STOP = _word_set(
+_STOP = word_set(
     "и в во не что он на я с со как а то все она так его но да ты к у же вы за бы по только ее мне было вот",
     "от меня еще нет о из ему теперь когда даже ну вдруг ли если уже или ни быть был него до вас нибудь опять",
     "уж вам ведь там потом себя ничего ей может они тут где есть надо ней для мы тебя их чем была сам чтоб",
