@@ -25,7 +25,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from extractors.model import HeadingTally, Unit
-from schemas.identifiers import ANY_DASH, ARTICLE_LABEL, canonical_article_label, fold_dashes, normalize_space
+from schemas.identifiers import (
+    ANY_DASH,
+    ARTICLE_LABEL,
+    article_order,
+    canonical_article_label,
+    fold_dashes,
+    normalize_space,
+)
 
 # An article number has at most 4 digits (no act has 10 000 articles): «Статья 3000000000.» is not a heading.
 _LABEL = rf"({ARTICLE_LABEL})(?!\d)"
@@ -134,11 +141,10 @@ def structural_rank(text: str) -> int | None:
 
 
 def label_key(label: str) -> tuple[int, int, int]:
-    """Order of article labels: ``5`` < ``5-1`` < ``5-2`` < ``6``; ``10bis`` right after ``10``."""
-    m = re.match(r"(\d+)(?:-(\d+))?(bis|ter|quater)?$", label)
-    if not m:
-        return (0, 0, 0)
-    return int(m.group(1)), int(m.group(2) or 0), ("", "bis", "ter", "quater").index(m.group(3) or "")
+    """:func:`schemas.identifiers.article_order` as (number, dashed number, ordinal): ``5`` < ``5-1`` < ``6``,
+    ``10bis`` right after ``10``; a label with two dashed numbers or none is (0, 0, 0), which follows nothing."""
+    key = article_order(label)
+    return (key[0], key[1], key[2]) if len(key) == 3 and label[:1].isdigit() else (0, 0, 0)
 
 
 def _follows(previous: tuple[int, int, int] | None, label: tuple[int, int, int], strict: bool) -> bool:

@@ -150,10 +150,20 @@ def plain_digits(text: str) -> str | None:
     return text.lstrip("0") or "0"
 
 
+_ORDINALS = ("", "bis", "ter", "quater")
+_CANONICAL_LABEL = re.compile(r"(\d{1,12})((?:-\d{1,12})*)(bis|ter|quater)?")
+
+
 def article_order(label: str | None) -> tuple[int, ...]:
-    """How article labels sort: «20» < «20-1» < «21» < «100»; a label with no number sorts last."""
-    parts = [p[:MAX_NUMBER_DIGITS] for p in (label or "").split("-") if p.isascii() and p.isdigit()]
-    return tuple(int(p) for p in parts) or (10**9,)
+    """How article labels sort, everywhere (the registry, lineage, the pages, the structure builder's «does this
+    article follow that one»): «20» < «20bis» < «20-1» < «20-2» < «21» < «100»; a label with no number sorts
+    last. The key is the number, each dashed number (0 when none), then the Latin ordinal (bis 1, ter 2, quater 3)."""
+    found = _CANONICAL_LABEL.fullmatch(label or "")
+    if found is None:
+        parts = [p[:MAX_NUMBER_DIGITS] for p in (label or "").split("-") if p.isascii() and p.isdigit()]
+        return tuple(int(p) for p in parts) or (10**9,)
+    dashed = [int(p) for p in found.group(2).split("-")[1:]] or [0]
+    return (int(found.group(1)), *dashed, _ORDINALS.index(found.group(3) or ""))
 
 
 def article_number(label: str) -> int | None:

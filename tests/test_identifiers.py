@@ -143,3 +143,15 @@ def test_designation_spans_slice_back_to_the_text(text: str) -> None:
     for d in find_designations(text):
         assert 0 <= d.span[0] < d.span[1] <= len(text)
         assert find_designations(text[d.span[0] : d.span[1]])[0].key == d.key
+
+
+def test_one_article_order_for_the_registry_the_pages_and_the_structure_builder() -> None:
+    from extractors.structure import label_key
+    from schemas.identifiers import article_order
+
+    labels = ["21", "20-1", "20", "100", "20bis", "20-2", "20ter", "Приложение", "20-1bis"]
+    assert sorted(labels, key=article_order) == ["20", "20bis", "20ter", "20-1", "20-1bis", "20-2", "21", "100",
+                                                 "Приложение"]  # fmt: skip
+    ordered = ["5", "5bis", "5-1", "5-2", "6", "10", "10bis", "10-1"]
+    assert sorted(ordered, key=label_key) == sorted(ordered, key=article_order) == ordered
+    assert label_key("5-1-2") == label_key("статья") == (0, 0, 0)  # follows nothing: not a label it numbers
