@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from schemas.limits import MAX_K_PER_DOC
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.progress import Progress
@@ -47,7 +49,9 @@ EmbedderOption = Annotated[
     ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the result as JSON (one line).")]
-KPerDocOption = Annotated[int, typer.Option("--k-per-doc", min=1, max=100, help="Chunks per matched document.")]
+KPerDocOption = Annotated[
+    int, typer.Option("--k-per-doc", min=1, max=MAX_K_PER_DOC, help="Chunks per matched document.")
+]
 
 
 def err() -> Console:

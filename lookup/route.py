@@ -37,6 +37,7 @@ from lookup.plain import DEPTH, DocFilter, Evidence, Ranking, gather, rank
 from lookup.plain import chunks as plain_chunks
 from lookup.registry_index import MAX_CANDIDATES, DocInfo, Match, RegistryIndex
 from lookup.version import Narrowing, Snapshot
+from schemas.limits import MAX_IDENTIFIERS, MAX_QUERY_CHARS
 from schemas.published import check_home, published_file
 from schemas.text import clean_text
 from vectors.embed import Embedder, identified
@@ -456,12 +457,6 @@ def readable_chroma(path: Path) -> Path:
     shutil.copytree(path, copy, dirs_exist_ok=True)
     atexit.register(shutil.rmtree, copy, True)  # removed when the process ends
     return copy
-
-
-MAX_QUERY_CHARS = 2000  # a question, not a document: longer input is refused with this reason
-MAX_IDENTIFIERS = 20  # identifiers resolved per question; the hint says when more were named
-MAX_K_PER_DOC = 100  # chunks asked of each matched document (CLI, API, MCP)
-MAX_K = 50  # chunks asked of a plain-words answer
 
 
 class QueryTooLong(BadQuestion):

@@ -50,9 +50,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from zan_client.models import Article, Document, DocumentList, Health, History, LookupAnswer, Runs
 
 from lookup.errors import BadQuestion, LookupProblem
-from lookup.route import MAX_K, MAX_K_PER_DOC, MAX_QUERY_CHARS, Lookup
+from lookup.route import Lookup
 from lookup.version import Snapshot
 from runs.history import MAX_RUNS
+from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from serve import pages
 from serve.limits import ServeLimits
 from serve.logs import LogFormat
@@ -130,7 +131,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.get("/api/lookup", tags=["api"], summary="Resolve a question's identifiers, fetch only their chunks",
              response_model=LookupAnswer)  # fmt: skip
     async def api_lookup(
-        q: Annotated[str, Query(min_length=1, max_length=4 * MAX_QUERY_CHARS, description="The question.")],
+        q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_PARAM, description="The question.")],
         k_per_doc: Annotated[int, Query(ge=1, le=MAX_K_PER_DOC, description="Chunks per matched document.")] = 5,
         k: Annotated[int, Query(ge=1, le=MAX_K, description="Chunks a plain-words question returns.")] = 10,
         as_of: Annotated[dt.date | None, Query(description="The text in force on this date (YYYY-MM-DD).")] = None,
@@ -146,10 +147,10 @@ def create_app(config: ServeConfig) -> FastAPI:
     @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time",
              response_model=DocumentList)  # fmt: skip
     async def api_documents(
-        q: Annotated[str, Query(max_length=200)] = "",
-        doc_type: Annotated[str, Query(max_length=200)] = "",
-        issuer: Annotated[str, Query(max_length=200)] = "",
-        status: Annotated[str, Query(max_length=200)] = "",
+        q: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        doc_type: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        issuer: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        status: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
         page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     ) -> Response:
         _, snap = served.snapshot()
@@ -161,7 +162,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def api_document(doc_id: str, page: PageQuery = 1) -> Response:
         """Articles and changes come a page at a time (`page` of `pages`, each list's `totals`)."""
         _, snap = served.snapshot()
-        found = await blocking(document, snap, doc_id[:200], served.history, page)
+        found = await blocking(document, snap, doc_id[:MAX_FIELD_CHARS], served.history, page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
         return _typed(Document, found)
@@ -171,7 +172,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> Response:
         """Chunks (by size) and changes come a page at a time (`page` of `pages`, `totals`)."""
         _, snap = served.snapshot()
-        found = await blocking(article, snap, doc_id[:200], label[:50], page)
+        found = await blocking(article, snap, doc_id[:MAX_FIELD_CHARS], label[:MAX_LABEL_CHARS], page)
         if found is None:
             raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
         return _typed(Article, found)
@@ -182,9 +183,9 @@ def create_app(config: ServeConfig) -> FastAPI:
         """Each version of the act (from the git history a run read): its date, commit, and the parts it
         changed with a word diff. Empty for an act not read from git."""
         _, snap = served.snapshot()
-        found = await blocking(document_history, snap, doc_id[:200])
+        found = await blocking(document_history, snap, doc_id[:MAX_FIELD_CHARS])
         if found is None:
-            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:200]!r}")
+            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:MAX_FIELD_CHARS]!r}")
         return _typed(History, found)
 
     @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects",

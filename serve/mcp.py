@@ -30,9 +30,10 @@ from zan_client.models import (
 )
 
 from lookup.plain import DocFilter
-from lookup.route import MAX_K, MAX_K_PER_DOC, MAX_QUERY_CHARS, Lookup, RouteResult, fetch_plan
+from lookup.route import Lookup, RouteResult, fetch_plan
 from lookup.version import Narrowing, Snapshot
 from runs.history import RunHistory
+from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_QUERY_PARAM
 from serve.views import document, document_history, passage
 
 INSTRUCTIONS = """\
@@ -45,7 +46,7 @@ user. / zan отвечает на вопросы о законодательст
 вызывайте `lookup` с вопросом пользователя; при `ambiguous` спросите, какой документ из `candidates` нужен;
 при `not_found` скажите, что документа нет в реестре, и не отвечайте по другому документу."""
 
-Query = Annotated[str, Field(min_length=1, max_length=4 * MAX_QUERY_CHARS,
+Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_PARAM,
                              description="The user's question as written / вопрос пользователя как есть.")]  # fmt: skip
 KPerDoc = Annotated[int, Field(ge=1, le=MAX_K_PER_DOC, description="Passages per matched document.")]
 Page = Annotated[int, Field(ge=1, le=10_000, description="Which page of a long text (see `pages`).")]
@@ -87,7 +88,9 @@ def build_mcp(source: Source, history: RunHistory, limiter: anyio.CapacityLimite
         query: Query,
         k: Annotated[int, Field(ge=1, le=MAX_K, description="How many passages.")] = 10,
         doc_type: Annotated[str | None, Field(description="code, law, order, resolution, decree, standard …")] = None,
-        issuer: Annotated[str | None, Field(max_length=200, description="Issuer, e.g. МТСЗН, МЧС, OSHA.")] = None,
+        issuer: Annotated[
+            str | None, Field(max_length=MAX_FIELD_CHARS, description="Issuer, e.g. МТСЗН, МЧС, OSHA.")
+        ] = None,
         status: Annotated[str | None, Field(description="in_force or repealed.")] = None,
         language: Annotated[str | None, Field(description="rus, kaz or eng: the passages' language.")] = None,
     ) -> LookupAnswer:

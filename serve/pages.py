@@ -18,6 +18,7 @@ from lookup.version import Snapshot
 from runs.charts import stacked_bars
 from runs.diff import CLASSES
 from runs.history import RunSummary
+from schemas.limits import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from schemas.links import safe_link
 from serve.served import Served
 from serve.views import MAX_PAGE, article, document, search_documents
@@ -54,7 +55,7 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
         return response
 
     @app.get("/", response_class=HTMLResponse, include_in_schema=False)
-    async def search_page(request: Request, q: Annotated[str, Query(max_length=8000)] = "") -> HTMLResponse:
+    async def search_page(request: Request, q: Annotated[str, Query(max_length=MAX_QUERY_PARAM)] = "") -> HTMLResponse:
         lookup, snap = served.snapshot()
         answer = await blocking(_lookup_view, lookup, snap, q) if q.strip() else None
         return await page(request, "search.html", snap, q=q, answer=answer)
@@ -62,10 +63,10 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
     @app.get("/documents", response_class=HTMLResponse, include_in_schema=False)
     async def documents_page(
         request: Request,
-        q: Annotated[str, Query(max_length=200)] = "",
-        doc_type: Annotated[str, Query(max_length=200)] = "",
-        issuer: Annotated[str, Query(max_length=200)] = "",
-        status: Annotated[str, Query(max_length=200)] = "",
+        q: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        doc_type: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        issuer: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
+        status: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
         page_number: PageNumber = 1,
     ) -> HTMLResponse:
         _, snap = served.snapshot()
@@ -76,19 +77,18 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
     @app.get("/documents/{doc_id}", response_class=HTMLResponse, include_in_schema=False)
     async def document_page(request: Request, doc_id: str, page_number: PageNumber = 1) -> HTMLResponse:
         _, snap = served.snapshot()
-        found = await blocking(document, snap, doc_id[:200], served.history, page_number)
+        found = await blocking(document, snap, doc_id[:MAX_FIELD_CHARS], served.history, page_number)
         if found is None:
-            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:200]!r}")
+            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:MAX_FIELD_CHARS]!r}")
         return await page(request, "document.html", snap, doc=found)
 
     @app.get("/documents/{doc_id}/articles/{label}", response_class=HTMLResponse, include_in_schema=False)
     async def article_page(request: Request, doc_id: str, label: str, page_number: PageNumber = 1) -> HTMLResponse:
         _, snap = served.snapshot()
-        found = await blocking(article, snap, doc_id[:200], label[:50], page_number)
+        doc_id, label = doc_id[:MAX_FIELD_CHARS], label[:MAX_LABEL_CHARS]
+        found = await blocking(article, snap, doc_id, label, page_number)
         if found is None:
-            raise HTTPException(
-                404, detail=f"version {snap.version} holds no article {label[:50]!r} of {doc_id[:200]!r}"
-            )
+            raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
         return await page(request, "article.html", snap, art=found)
 
     @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)

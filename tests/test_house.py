@@ -139,6 +139,16 @@ def test_every_module_has_its_line_in_the_map_of_tests() -> None:
     assert [m for m in modules if f"`{m}`" not in mapped] == []
 
 
+def test_what_callers_send_is_bounded_by_lookup_limits_not_by_literals() -> None:
+    # max_length=200 in one route and doc_id[:200] in another drifted apart before: every bound is a name
+    import re
+
+    literal = re.compile(r"max_length=\d|\b(?:q|doc_id|label|issuer)\[:\d|max=\d+,\s*help=\"Chunks")
+    found = {str(p.relative_to(ROOT)): m.group(0) for pkg in ("serve", "cli") for p in (ROOT / pkg).glob("*.py")
+             for m in [literal.search(p.read_text("utf-8"))] if m}  # fmt: skip
+    assert found == {}
+
+
 def test_no_module_is_over_500_lines() -> None:
     files = [p for pkg in (*PACKAGES, "tests", "benchmarks", "scripts") for p in (ROOT / pkg).rglob("*.py")]
     long = {str(p.relative_to(ROOT)): n for p in files if (n := len(p.read_text("utf-8").splitlines())) > 500}

@@ -12,8 +12,9 @@ import pytest
 
 from enrich.query import QueryError, run_sql
 from lookup.grammar import parse, rows
-from lookup.route import MAX_IDENTIFIERS, MAX_QUERY_CHARS, Lookup, QueryTooLong, clean_query
+from lookup.route import Lookup, QueryTooLong, clean_query
 from schemas.identifiers import fold_lookalikes
+from schemas.limits import MAX_IDENTIFIERS, MAX_QUERY_CHARS
 from schemas.published import current_version
 
 
