@@ -18,9 +18,10 @@ from runs.pipeline import RunOptions, run
 from runs.state import RunStatus
 from tests.conftest import ROOT, SAMPLE, free_port
 
-PACKAGES = ("cli", "dags", "serve", "lookup", "runs", "vectors", "enrich", "extractors", "schemas")
+PACKAGES = ("cli", "dags", "deploy", "serve", "lookup", "runs", "vectors", "enrich", "extractors", "schemas")
 # Floors from top to ground (STYLE.md): a package imports only packages below it.
 FLOORS = {
+    "deploy": 7,  # the stack's supervisor: a top floor of its own that imports no other package of the house
     "cli": 7,
     "dags": 7,
     "serve": 6,
@@ -116,6 +117,16 @@ def test_the_library_never_imports_airflow_or_the_cli() -> None:
                     names = [node.module]
                 offenders += [(str(path), n) for n in names if n.split(".")[0] in ("airflow", "cli", "dags", "typer")]
     assert offenders == []
+
+
+def test_deploy_imports_nothing_of_the_house() -> None:
+    """deploy/ starts and checks the stack an operator runs (Airflow, Chroma, the proxy): it reaches zan through
+    its API and its containers, never by importing the ETL (a broken library must not break the supervisor)."""
+    graph = _imports()
+    outside = {
+        (m, d) for m, deps in graph.items() if m.startswith("deploy") for d in deps if not d.startswith("deploy")
+    }
+    assert outside == set()
 
 
 def test_the_client_imports_nothing_of_the_house() -> None:
