@@ -11,10 +11,11 @@ native stack Chroma listens on a loopback port of its own and the proxy on the p
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 from pathlib import Path
+
+from deploy.secrets import write_private
 
 # What the proxy does, inside nginx's ``http`` block: the same text for both deployments (docker-compose
 # mounts it as deploy/chroma-proxy.conf.template, where the nginx image fills in ${ZAN_CHROMA_TOKEN}).
@@ -83,11 +84,9 @@ def write_config(folder: Path, listen: str, upstream: str, token: str) -> Path:
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (folder / sub).mkdir(exist_ok=True)
     path = folder / "nginx.conf"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        lines = server_block(listen, upstream, token).splitlines()
-        server = "".join(f"    {line}\n" if line else "\n" for line in lines)
-        handle.write(TEMPLATE.format(folder=folder, server=server))
+    lines = server_block(listen, upstream, token).splitlines()
+    server = "".join(f"    {line}\n" if line else "\n" for line in lines)
+    write_private(path, TEMPLATE.format(folder=folder, server=server))  # it holds the token
     return path
 
 

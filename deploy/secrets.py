@@ -26,6 +26,20 @@ from deploy.settings import ROOT
 ENV_FILE = ROOT / ".env"
 
 
+def write_private(path: Path, text: str, *, atomic: bool = False) -> None:
+    """Write ``text`` to ``path`` readable and writable by its owner only (0600 whatever the file was before):
+    every file that holds a secret (``.env``, the stack's state, the proxy's and Redis's settings, Postgres's
+    password file). ``atomic``: through a temporary file beside it, then renamed over it, so a reader sees the
+    old file or the new one, never half of one."""
+    target = path.with_name(f".{path.name}.{os.getpid()}.tmp") if atomic else path
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode is not applied to a file that already exists
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    if atomic:
+        os.replace(target, path)
+
+
 def _urlsafe(size: int) -> str:
     """A random url-safe value that never starts with ``-``: a command line would read it as an option."""
     while (value := secrets.token_urlsafe(size)).startswith("-"):
@@ -85,12 +99,9 @@ def ensure(path: Path = ENV_FILE, rotate: bool = False) -> list[str]:
     kept = [line for line in (path.read_text("utf-8").splitlines() if path.exists() else [])
             if line.partition("=")[0].strip() not in made]  # fmt: skip
     body = [*kept, *(f"{name}={value}" for name, value in made.items())]
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write("# zan deployment secrets: made by `python -m deploy secrets`; never commit this file\n")
-        handle.write("\n".join(line for line in body if not line.startswith("# zan deployment secrets")) + "\n")
-    os.replace(tmp, path)
+    head = "# zan deployment secrets: made by `python -m deploy secrets`; never commit this file\n"
+    lines = "\n".join(line for line in body if not line.startswith("# zan deployment secrets")) + "\n"
+    write_private(path, head + lines, atomic=True)
     return sorted(made)
 
 

@@ -39,7 +39,7 @@ from pathlib import Path
 import httpx
 
 from deploy import proxy
-from deploy.secrets import check, fresh, missing
+from deploy.secrets import check, fresh, missing, write_private
 from deploy.settings import ROOT, Ports, native_environment
 
 BIN = Path(sys.executable).parent
@@ -98,11 +98,7 @@ class Stack:
     def save(self) -> None:
         body = {"workers": self.workers, "variables": self.variables, "overrides": self.overrides, "pids": self.pids,
                 "ports": asdict(self.ports) if self.ports else None, "pg_folder": self.pg_folder}  # fmt: skip
-        tmp = self.state_file.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds the stack's secrets
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(json.dumps(body, indent=2))
-        tmp.replace(self.state_file)
+        write_private(self.state_file, json.dumps(body, indent=2), atomic=True)  # it holds the stack's secrets
 
     @classmethod
     def load(cls, folder: Path) -> Stack:
@@ -229,10 +225,8 @@ class Stack:
         """Redis's settings in a file only its owner reads: the password stays off the command line."""
         assert self.ports
         path = self.folder / "redis.conf"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(f"port {self.ports.redis}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\nappendonly no\n"
-                         f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n")  # fmt: skip
+        write_private(path, f"port {self.ports.redis}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\nappendonly no\n"
+                            f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n")  # fmt: skip
         return path
 
     @property
@@ -319,9 +313,7 @@ class Stack:
         superuser = fresh()["POSTGRES_PASSWORD"]  # used once, here, then only a scram verifier in the cluster
         if not (data / "PG_VERSION").exists():
             pwfile = Path(self.pg_folder) / "pwfile"
-            fd = os.open(pwfile, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(superuser + "\n")
+            write_private(pwfile, superuser + "\n")
             if os.geteuid() == 0:
                 shutil.chown(pwfile, "postgres", "postgres")
             try:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from deploy.secrets import SECRETS, check, ensure, missing, read_env
+from deploy.secrets import SECRETS, check, ensure, missing, read_env, write_private
 from tests.conftest import ROOT
 
 
@@ -71,3 +71,15 @@ def test_the_command_and_git_ignore(tmp_path: Path) -> None:
     ignored = subprocess.run(["git", "check-ignore", "-q", ".env"], cwd=ROOT)
     assert ignored.returncode == 0, ".env is not ignored by git"
     assert ".env" in (ROOT / ".dockerignore").read_text("utf-8").splitlines()  # never in an image's build context
+
+
+def test_every_secret_file_is_written_owner_only_even_over_a_readable_one(tmp_path: Path) -> None:
+    loose = tmp_path / "redis.conf"
+    loose.write_text("requirepass old\n", "utf-8")
+    loose.chmod(0o644)
+    write_private(loose, "requirepass new\n")
+    assert stat.S_IMODE(loose.stat().st_mode) == 0o600 and loose.read_text("utf-8") == "requirepass new\n"
+    state = tmp_path / "stack.json"
+    write_private(state, "{}", atomic=True)
+    assert stat.S_IMODE(state.stat().st_mode) == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["redis.conf", "stack.json"]  # no temporary file left
