@@ -4,12 +4,21 @@ deployment: ``_AIRFLOW_WWW_USER_PASSWORD``), then a bearer token."""
 
 from __future__ import annotations
 
-import time
+from collections.abc import Callable
 from typing import Any
 
 import httpx
+from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 FINISHED = {"success", "failed"}
+
+
+def until(done: Callable[[], bool], timeout: float, every: float) -> bool:
+    """Ask ``done`` every ``every`` seconds until it says yes (True) or ``timeout`` seconds have passed (False):
+    every wait of the deployment (a service healthy, a process gone, a DAG parsed, a run finished)."""
+    asking = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(every), retry=retry_if_result(lambda ok: not ok),
+                      retry_error_callback=lambda _: False)  # fmt: skip
+    return bool(asking(done))
 
 
 class Api:
@@ -27,14 +36,15 @@ class Api:
 
     def wait_dag(self, dag_id: str, timeout: float = 180) -> dict[str, Any]:
         """The DAG once the dag-processor has parsed and serialized it."""
-        deadline = time.monotonic() + timeout
-        while True:
-            response = self.client.get(f"/dags/{dag_id}")
-            if response.status_code == 200:
-                return dict(response.json())
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s: {response.text[:300]}")
-            time.sleep(2)
+        last: list[httpx.Response] = []
+
+        def parsed() -> bool:
+            last[:] = [self.client.get(f"/dags/{dag_id}")]
+            return last[-1].status_code == 200
+
+        if not until(parsed, timeout, 2):
+            raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s: {last[-1].text[:300]}")
+        return dict(last[-1].json())
 
     def unpause(self, dag_id: str) -> None:
         self.client.patch(f"/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
@@ -47,14 +57,15 @@ class Api:
         return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100)["dag_runs"])
 
     def wait_run(self, dag_id: str, run_id: str, timeout: float = 600) -> dict[str, Any]:
-        deadline = time.monotonic() + timeout
-        while True:
-            run = self.get(f"/dags/{dag_id}/dagRuns/{run_id}")
-            if run["state"] in FINISHED:
-                return dict(run)
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s")
-            time.sleep(2)
+        last: list[dict[str, Any]] = []
+
+        def finished() -> bool:
+            last[:] = [self.get(f"/dags/{dag_id}/dagRuns/{run_id}")]
+            return last[-1]["state"] in FINISHED
+
+        if not until(finished, timeout, 2):
+            raise TimeoutError(f"{dag_id} {run_id} still {last[-1]['state']} after {timeout:.0f} s")
+        return dict(last[-1])
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=200)["task_instances"])

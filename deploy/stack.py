@@ -39,6 +39,7 @@ from pathlib import Path
 import httpx
 
 from deploy import proxy
+from deploy.api import until
 from deploy.secrets import check, fresh, missing, write_private
 from deploy.settings import ROOT, Ports, native_environment
 
@@ -197,9 +198,7 @@ class Stack:
         if pid is None:
             return
         _signal_session(pid, signal.SIGKILL if kill else signal.SIGTERM)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and (_alive(pid) or session_processes(pid)):
-            time.sleep(0.2)
+        until(lambda: not (_alive(pid) or session_processes(pid)), 20, 0.2)
         _signal_session(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
@@ -414,12 +413,9 @@ def _http_ok(url: str, token: str | None = None, ok: tuple[int, ...] = (200,)) -
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
-    deadline = time.monotonic() + timeout
-    while not ready():
-        if time.monotonic() > deadline:
-            tail = log.read_text("utf-8", "replace")[-1500:] if log.exists() else "(no log)"
-            raise StackError(f"{what} not healthy after {timeout:.0f} s; {log}:\n{tail}")
-        time.sleep(1)
+    if not until(ready, timeout, 1):
+        tail = log.read_text("utf-8", "replace")[-1500:] if log.exists() else "(no log)"
+        raise StackError(f"{what} not healthy after {timeout:.0f} s; {log}:\n{tail}")
 
 
 @contextlib.contextmanager
