@@ -343,3 +343,27 @@ def test_a_rollback_interrupted_at_any_stage_leaves_one_version_and_the_next_run
     assert _index_ids(home) == _published(home)  # the index holds exactly the published version
     done = rollback(home, "v000002" if expected == "v000001" else "v000001")
     assert done.status == "rolled_back" and _index_ids(home) == _published(home)
+
+
+def test_a_defect_while_checking_the_index_is_raised_as_it_is_never_busy_nor_damage(tmp_path: Path) -> None:
+    # Sorting every exception by its message made an unknown TypeError a retried IndexBusy; only what the
+    # index's own layers raise is sorted into damage (rebuild) and busy (retry), anything else is a defect.
+    import sqlite3
+
+    from chromadb.errors import InternalError
+
+    from vectors.repair import IndexBusy, damaged
+
+    class Failing:
+        def __init__(self, exc: Exception) -> None:
+            self.exc = exc
+
+        def get_collection(self, *args: object, **kwargs: object) -> object:
+            raise self.exc
+
+    with pytest.raises(TypeError, match="unexpected keyword"):
+        damaged(Failing(TypeError("get() got an unexpected keyword argument 'limit'")))
+    with pytest.raises(IndexBusy):
+        damaged(Failing(sqlite3.OperationalError("database is locked")))
+    reason = damaged(Failing(InternalError("error returned from database: (code: 26) file is not a database")))
+    assert reason is not None and "file is not a database" in reason

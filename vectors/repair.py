@@ -104,7 +104,20 @@ def damaged(client: Any, name: str = COLLECTION) -> str | None:
     return None
 
 
+def _raised_by_the_index(exc: BaseException) -> bool:
+    """Is ``exc`` of a kind the index's own layers raise (Chroma's errors, SQLite's, the file system's, and the
+    ValueError/RuntimeError chromadb raises for a database it cannot use)? Anything else (a TypeError, a
+    KeyError…) is a defect in zan or a library, and is raised as it is: neither damage nor busy."""
+    import sqlite3
+
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, ChromaError | sqlite3.Error | OSError | ValueError | RuntimeError)
+
+
 def _damage_or_raise(exc: Exception) -> str:
+    if not _raised_by_the_index(exc):
+        raise exc
     if not is_damage(exc):
         raise IndexBusy(f"the embedded index could not be read now ({type(exc).__name__}: {str(exc)[:200]}); "
                         "not damage: nothing was rebuilt, try again") from exc  # fmt: skip
