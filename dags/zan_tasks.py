@@ -15,6 +15,12 @@ may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZA
 ``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path``
 (``ministerial=https://github.com/kazakhstan-law/ministerial.git@/opt/zan/scopes/ministerial``); a scope's
 credentials, if any, come from the Airflow connection ``zan_git_<name>`` (its password: a token for https).
+
+Airflow Connections, where defined, win over those variables (which stay the local default): ``zan_chroma``
+the Chroma server (host, port, ``schema`` http/https; its password: the proxy's bearer token, else
+``ZAN_CHROMA_TOKEN``) · ``zan_embeddings`` an OpenAI-compatible embeddings service (host, port; extra
+``{"path": "/v1", "model": "bge-m3", "mode": "prefix", "batch": "32"}``; its password: the API key, else
+``ZAN_EMBED_API_KEY``). Connections are read when a task runs, never at parse time.
 """
 
 from __future__ import annotations
@@ -46,6 +52,48 @@ def home() -> Path:
     return Path(setting("ZAN_HOME", "/opt/zan/data"))
 
 
+def connection(conn_id: str) -> Any | None:
+    """The Airflow connection ``conn_id``, or None where none is defined (then the environment decides)."""
+    try:
+        from airflow.sdk import BaseHook
+
+        return BaseHook.get_connection(conn_id)
+    except Exception:  # not defined (AirflowNotFoundException), or no way to ask: the local default applies
+        return None
+
+
+def _url(conn: Any) -> str:
+    scheme = conn.schema if conn.schema in ("http", "https") else "https" if conn.conn_type == "https" else "http"
+    port = f":{conn.port}" if conn.port else ""
+    return f"{scheme}://{conn.host}{port}{str(conn.extra_dejson.get('path') or '').rstrip('/')}"
+
+
+def chroma_url() -> str | None:
+    """The Chroma server: the ``zan_chroma`` connection, else ``ZAN_CHROMA_URL``, else None (embedded)."""
+    conn = connection("zan_chroma")
+    return _url(conn) if conn is not None and conn.host else setting("ZAN_CHROMA_URL") or None
+
+
+def embedder_spec() -> str:
+    """The embedder: the ``zan_embeddings`` connection (an OpenAI-compatible service), else ``ZAN_EMBEDDER``."""
+    from urllib.parse import urlencode
+
+    conn = connection("zan_embeddings")
+    if conn is None or not conn.host:
+        return setting("ZAN_EMBEDDER", "e5")
+    extra = conn.extra_dejson
+    query = urlencode({k: str(extra[k]) for k in ("model", "mode", "batch", "dimensions") if extra.get(k)})
+    return f"openai:{_url(conn)}" + (f"?{query}" if query else "")
+
+
+def use_connection_secrets() -> None:
+    """The tokens the library reads from its environment, taken from the connections' passwords where set."""
+    for conn_id, variable in (("zan_chroma", "ZAN_CHROMA_TOKEN"), ("zan_embeddings", "ZAN_EMBED_API_KEY")):
+        conn = connection(conn_id)
+        if conn is not None and conn.password:
+            os.environ[variable] = conn.password
+
+
 def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """Call the library. An error that says it is terminal (``ZanError.transient`` false: bad input, a refused
     shrink, a failed validation) fails the task at once with the reason in the log; a transient one (a busy
@@ -54,6 +102,7 @@ def terminal(call: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     from schemas.errors import ZanError
 
     lean_arrow_memory()
+    use_connection_secrets()
     try:
         return call(*args, **kwargs)
     except ZanError as exc:
@@ -139,8 +188,7 @@ def plan(fetched: dict[str, Any] | None = None, updated: list[dict[str, Any]] | 
     roots = sources([p for p in setting("ZAN_SOURCE_ROOTS").split(os.pathsep) if p])
     chosen = terminal(confined_sources, scoped, roots) if scoped else [] if options.only or options.since else sources()
     state = terminal(
-        stages.begin, home(), chosen, options, setting("ZAN_CHROMA_URL") or None,
-        setting("ZAN_EMBEDDER", "e5"), int(setting("ZAN_SHARDS", "4")),
+        stages.begin, home(), chosen, options, chroma_url(), embedder_spec(), int(setting("ZAN_SHARDS", "4")),
     )  # fmt: skip
     return [f"{state}#{n}" for n in range(len(stages.RunState.load(state).shards))]
 

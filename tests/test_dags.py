@@ -99,17 +99,45 @@ def test_structure_of_both_dags(dagbag: Any) -> None:
 
 @pytest.fixture
 def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Path, Path, str]]:
-    """The compose topology natively: a real Chroma server, a data dir and a source folder, as the tasks'
-    environment names them."""
+    """The compose topology natively: a real Chroma server named by the Airflow connection ``zan_chroma`` (as
+    an operator defines it; no ZAN_CHROMA_URL), a data dir and a source folder, as the tasks' environment
+    names them."""
     src, home = tmp_path / "sources", tmp_path / "zan"
     shutil.copytree(SAMPLE, src)
     with chroma_server(tmp_path / "chroma-server") as url:
         monkeypatch.setenv("ZAN_HOME", str(home))
         monkeypatch.setenv("ZAN_SOURCES", str(src))
-        monkeypatch.setenv("ZAN_CHROMA_URL", url)
+        monkeypatch.delenv("ZAN_CHROMA_URL", raising=False)
+        monkeypatch.setenv("AIRFLOW_CONN_ZAN_CHROMA", url)
         monkeypatch.setenv("ZAN_SHARDS", "3")
         monkeypatch.delenv("ZAN_LANDING", raising=False)
         yield src, home, url
+
+
+def test_connections_win_over_the_environment_which_stays_the_local_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    sys.path.insert(0, str(DAGS))
+    import zan_tasks
+
+    monkeypatch.setenv("ZAN_CHROMA_URL", "http://chroma-proxy:8000")
+    monkeypatch.setenv("ZAN_EMBEDDER", "hash")
+    monkeypatch.delenv("AIRFLOW_CONN_ZAN_CHROMA", raising=False)
+    monkeypatch.delenv("AIRFLOW_CONN_ZAN_EMBEDDINGS", raising=False)
+    assert (zan_tasks.chroma_url(), zan_tasks.embedder_spec()) == ("http://chroma-proxy:8000", "hash")
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_ZAN_CHROMA",
+        json.dumps(
+            {"conn_type": "http", "host": "chroma.internal", "port": 8443, "schema": "https", "password": "t0ken-xyz"}
+        ),
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_ZAN_EMBEDDINGS", json.dumps(
+        {"conn_type": "http", "host": "gpu-box", "port": 8080, "password": "s3cret-key",
+         "extra": {"path": "/v1/", "model": "bge-m3", "batch": 32}}))  # fmt: skip
+    monkeypatch.setenv("ZAN_CHROMA_TOKEN", "from-the-environment")  # restored when the test ends
+    monkeypatch.setenv("ZAN_EMBED_API_KEY", "from-the-environment")
+    assert zan_tasks.chroma_url() == "https://chroma.internal:8443"
+    assert zan_tasks.embedder_spec() == "openai:http://gpu-box:8080/v1?model=bge-m3&batch=32"
+    zan_tasks.use_connection_secrets()
+    assert (os.environ["ZAN_CHROMA_TOKEN"], os.environ["ZAN_EMBED_API_KEY"]) == ("t0ken-xyz", "s3cret-key")
 
 
 def _hashes(home: Path) -> dict[str, tuple[str, str]]:
