@@ -18,6 +18,7 @@ COPY --chown=airflow:0 schemas /opt/zan/src/schemas
 COPY --chown=airflow:0 serve /opt/zan/src/serve
 COPY --chown=airflow:0 clients/python /opt/zan/src/clients/python
 COPY --chown=airflow:0 data/sample /opt/zan/sources/sample
+COPY --chown=airflow:0 data/golden /opt/zan/golden
 # Every Python dependency at the version uv.lock resolved (the same lock the native stack and the tests run
 # on): deploy/requirements.txt is exported from it by `make requirements`; zan itself adds nothing to it.
 COPY --chown=airflow:0 deploy/requirements.txt /opt/zan/requirements.txt

@@ -10,6 +10,8 @@ Settings (environment of the workers; defaults fit the docker-compose deployment
 ``ZAN_FETCH_RSS`` an RSS index URL · ``ZAN_SOURCE_ROOTS`` more folders a backfill's ``sources`` may name (it
 may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZAN_ADILET_URL`` site root ·
 ``ZAN_CHROMA_URL`` Chroma server (else embedded under ZAN_HOME) ·
+``ZAN_GOLDEN`` the golden set the ``zan_eval`` DAG checks after each publish (default: the image's copy of
+``data/golden/golden.jsonl``, else the repository's) ·
 ``ZAN_EMBEDDER`` ``e5`` (default: multilingual-e5-small in-process), ``hash``, ``st:/models/x`` or
 ``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS) ·
 ``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path``
@@ -278,6 +280,41 @@ def report(state: str) -> str | None:
 
     path = terminal(stages.report, state)
     return str(path) if path else None
+
+
+def golden_set() -> Path:
+    given = setting("ZAN_GOLDEN")
+    if given:
+        return Path(given)
+    image = Path("/opt/zan/golden/golden.jsonl")
+    return image if image.exists() else Path(__file__).resolve().parent.parent / "data" / "golden" / "golden.jsonl"
+
+
+@task
+def check_golden() -> dict[str, Any]:
+    """Evaluate the published version on the golden set and compare with the last check (kept in
+    ``ZAN_HOME/runs/golden.json``, beside the run reports): a drop fails the task, loudly, and the baseline
+    stays the last good one; else the new figures become the baseline."""
+    import json
+
+    from lookup.evaluate import dropped, evaluate, headline, read_golden
+    from lookup.route import Lookup
+    from runs.versions import write_text_atomic
+
+    golden = golden_set()
+    if not golden.is_file():
+        raise AirflowFailException(f"no golden set at {golden}: set ZAN_GOLDEN to a golden JSON Lines file")
+    lookup = terminal(Lookup.open, home(), chroma_url())
+    now = headline(terminal(evaluate, lookup, read_golden(golden))) | {"version": lookup.snapshot().version}
+    kept = home() / "runs" / "golden.json"
+    before: dict[str, Any] = json.loads(kept.read_text("utf-8")) if kept.exists() else {}
+    drops = dropped(before, now) if before else []
+    if drops:
+        raise AirflowFailException(f"the golden set {golden.name} dropped from version {before['version']} to "
+                                   f"{now['version']}: {'; '.join(drops)}")  # fmt: skip
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(kept, json.dumps(now, sort_keys=True))
+    return now
 
 
 @task

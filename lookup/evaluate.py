@@ -230,3 +230,27 @@ def format_report(report: dict[str, Any]) -> str:
 
 def _cell(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
+
+
+TOLERANCE = 0.005  # a share that moved by less than this is the same figure (rounding), not a drop
+
+
+def headline(report: dict[str, Any]) -> dict[str, Any]:
+    """What a scheduled check compares from one evaluation to the next: the route's hit@5 and refusals over
+    all rows, the wrong-document answers and the lineage checks passed."""
+    overall = report["lookup"].get("ALL", {})
+    return {"rows": report["rows"], "hit@5": overall.get("hit@5"), "refused": overall.get("refused"),
+            "wrong_document": report["wrong_document"], "lineage_passed": report["lineage"]["passed"]}  # fmt: skip
+
+
+def dropped(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
+    """How ``now`` (a :func:`headline`) is worse than ``before``: a share lower by more than :data:`TOLERANCE`,
+    more wrong documents, fewer lineage checks passed. Rows added or removed make the figures incomparable:
+    nothing is said then."""
+    if before.get("rows") != now.get("rows"):
+        return []
+    shares = [k for k in ("hit@5", "refused") if before.get(k) is not None and now.get(k) is not None]
+    out = [f"{k} {before[k]:.3f} -> {now[k]:.3f}" for k in shares if now[k] < before[k] - TOLERANCE]
+    out += [f"{key} {before[key]} -> {now[key]}" for key, worse in (("wrong_document", 1), ("lineage_passed", -1))
+            if (now[key] - before[key]) * worse > 0]  # fmt: skip
+    return out

@@ -45,7 +45,7 @@ def dagbag(metadata_db: None) -> Any:
 
 def test_dags_import_without_errors(dagbag: Any) -> None:
     assert dagbag.import_errors == {}
-    assert set(dagbag.dag_ids) == {"zan_reextract", "zan_backfill"}
+    assert set(dagbag.dag_ids) == {"zan_reextract", "zan_backfill", "zan_eval"}
     for dag in dagbag.dags.values():
         assert dag.doc_md and "zan" in dag.tags and dag.max_active_runs == 1
         assert all(t.owner == "zan" for t in dag.tasks)
@@ -148,7 +148,28 @@ def _hashes(home: Path) -> dict[str, tuple[str, str]]:
     return {i: (t, m) for i, t, m in zip(ids, texts, metas, strict=True)}
 
 
-def test_reextract_then_backfill_end_to_end(dagbag: Any, deployment: tuple[Path, Path, str]) -> None:
+def _the_golden_set_is_checked_after_the_publish(dagbag: Any, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """zan_eval (scheduled on the registry asset) answers the golden set from the published version and keeps
+    its figures; a drop (here: a row now expecting another act, so its answer is wrong) fails it, loudly, and
+    the baseline stays the last good one."""
+    evaluation = dagbag.get_dag("zan_eval")
+    assert "zan_registry" in repr(evaluation.timetable.asset_condition)
+    assert evaluation.test().state == "success"
+    kept = json.loads((home / "runs" / "golden.json").read_text("utf-8"))
+    assert (kept["version"], kept["hit@5"], kept["wrong_document"]) == ("v000001", 1.0, 0)
+    rows = (ROOT / "data" / "golden" / "golden.jsonl").read_text("utf-8").splitlines()
+    rows[0] = rows[0].replace('"v2400035612"', '"v1500010907"', 1)  # A01 «Приказ МТСЗН №211»: now «expects» another
+    assert rows[0] != (ROOT / "data" / "golden" / "golden.jsonl").read_text("utf-8").splitlines()[0]
+    worse = home.parent / "golden-worse.jsonl"
+    worse.write_text("\n".join(rows) + "\n", "utf-8")
+    monkeypatch.setenv("ZAN_GOLDEN", str(worse))
+    assert dagbag.get_dag("zan_eval").test().state == "failed"
+    assert json.loads((home / "runs" / "golden.json").read_text("utf-8")) == kept
+
+
+def test_reextract_then_backfill_end_to_end(
+    dagbag: Any, deployment: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     src, home, url = deployment
     first = dagbag.get_dag("zan_reextract").test()
     assert first.state == "success"
@@ -166,6 +187,7 @@ def test_reextract_then_backfill_end_to_end(dagbag: Any, deployment: tuple[Path,
 
     routed = Lookup.open(home, chroma_url=url).route("ст. 182 ТК РК")  # the query side on the same server
     assert routed.status == "exact" and routed.chunks and all("182" in c.article_labels for c in routed.chunks)
+    _the_golden_set_is_checked_after_the_publish(dagbag, home, monkeypatch)
 
     before = _hashes(home)
     mchs = src / "adilet/rus/V2100022334.html"
