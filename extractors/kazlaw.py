@@ -41,7 +41,7 @@ from extractors.requisites import parse_date, parse_requisites
 from extractors.structure import build, count_heading_like
 from schemas.identifiers import normalize_space
 from schemas.kinds import DocType
-from schemas.statuses import says_repealed
+from schemas.statuses import INCOMPLETE_TEXT, says_repealed
 
 META = "meta.yaml"
 MAX_META_BYTES = 256 * 1024  # a meta.yaml is a few KB; a bigger one is not one
@@ -149,7 +149,8 @@ def parse_act(data: bytes, source_file: str, name: str, folder_name: str, read: 
     document.headings = tally
     if missing:  # its identity is whole: published with the text that is there, unless a whole one was before
         named = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
-        document.incomplete = f"part {named} is named in «Части документа» but missing: the text is incomplete"
+        document.incomplete = f"part {named} is named in «Части документа» but missing: {INCOMPLETE_TEXT}"
+        document.notices.append(document.incomplete)  # the registry keeps it; a lookup's hint says so
     lapse = _LAPSE_CLAUSE.search(_text(meta.get("requisite"), language) or "")
     if lapse:  # the requisites say what repealed it: an editorial note, as adilet prints one (enrich.lineage)
         units[0].notes.insert(0, f"Сноска. {_numeric_dates(lapse.group(0)).strip(' .')}.")

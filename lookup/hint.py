@@ -114,6 +114,8 @@ def hint_line(match: Match, docs: dict[str, DocInfo], lineage: LineageIndex | No
     if match.status == "exact":
         doc = docs[match.doc_ids[0]]
         found = describe(doc, match.articles, match.points, lineage)
+        if doc.incomplete:
+            found += " (текст в источнике неполный: части документа, например приложения, отсутствуют — скажи об этом)"
         if doc.status != "repealed":
             return f"✓ '{raw}' → {found}{changed}"
         instead = docs.get(doc.replaced_by or "")

@@ -26,7 +26,7 @@ from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key, title_key
 from schemas.published import published_file
-from schemas.statuses import DocStatus, as_status
+from schemas.statuses import INCOMPLETE_TEXT, DocStatus, as_status
 
 MAX_CANDIDATES = 5
 
@@ -58,6 +58,7 @@ class DocInfo:
     languages: frozenset[str] = frozenset()  # the languages the document is published in
     portal_id: str | None = None  # its zan.gov.kz id, when a source named it
     source_url: str | None = None
+    incomplete: bool = False  # part of its text is missing from its source (a part file its index names)
 
     @property
     def ref(self) -> str:
@@ -299,6 +300,7 @@ def _doc_info(row: dict[str, Any]) -> DocInfo:
         languages=frozenset(row.get("languages") or ([row["language"]] if row.get("language") else [])),
         portal_id=row.get("portal_id"),
         source_url=row.get("source_url"),
+        incomplete=any(INCOMPLETE_TEXT in n for e in row.get("extraction") or () for n in e.get("notices") or ()),
     )
 
 

@@ -98,3 +98,8 @@ def says_repealed(text: str) -> bool:
     one of its points («Сноска. Пункт 3 утратил силу …»): the phrase must open the note."""
     head = _NOTE_PREFIX.sub("", _key(text)[:200], count=1)
     return bool(_REPEAL_NOTE.match(head))
+
+
+# How a registry row's notice says part of the document's text is missing from its source (a kazakhstan-law
+# act whose index names part files that are not there): the extractor writes it, the lookup's hint reads it.
+INCOMPLETE_TEXT = "the text is incomplete"

@@ -78,6 +78,8 @@ def test_an_act_is_found_by_its_own_number_and_title_and_a_repeal_names_its_succ
     assert lookup.route("приказ МВД № 507").doc_ids == ["v1800017233"]
     gas = lookup.route("приказ МВД № 673 от 9 октября 2017 года")  # split, its annexes missing: found all the same
     assert gas.status == "exact" and gas.doc_ids == ["v1700015986"] and gas.chunks
+    assert "текст в источнике неполный" in gas.hint  # the answer says its annexes are not there
+    assert "неполный" not in lookup.route("приказ МВД № 507").hint
     titled = lookup.route("Требования по безопасности объектов систем газоснабжения").chunks[:5]
     assert "v1700015986" in [c.doc_id for c in titled]  # its rules are in the missing parts: only the order is there
     assert lookup.route("Правила аттестации и переаттестации спасателей").chunks[0].doc_id == "v1800017233"
