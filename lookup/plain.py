@@ -69,7 +69,8 @@ class RankParams:
     lexical: float = 1.0
     expanded: float = 0.0
     pseudo: float = 0.0
-    crossed: float = 0.0  # raise the cosine of an act held only in other languages by this much (0: not asked)
+    crossed: float = 0.0  # raise the cosine of an act held only in other languages by this much (0: a lookup
+    # does not ask for them)
     documents: float = 0.0
     cap: int = 0  # at most this many chunks of one act in the top five (0: no cap) …
     close: float = 0.0  # … while another act's chunk scores at least this share of the one it would replace
@@ -103,10 +104,14 @@ class Ranking:
     def shipped(cls, embedder_id: str) -> Ranking:
         """The weights chosen for this embedder's family (``hash``, ``e5``, anything else: ``default``)."""
         table = _shipped()
-        family = embedder_id.split("-", 1)[0].split(":", 1)[0]
-        chosen = table.get(family) or table.get("default") or {}
+        chosen = table.get(embedder_family(embedder_id)) or table.get("default") or {}
         by_language = {lang: RankParams(**p) for lang, p in chosen.get("by_language", {}).items()}
         return cls(RankParams(**chosen.get("params", {})), by_language)
+
+
+def embedder_family(embedder_id: str) -> str:
+    """The family weights are chosen per: ``hash``, ``e5``, ``openai``, ``st`` (the id up to its first - or :)."""
+    return embedder_id.split("-", 1)[0].split(":", 1)[0]
 
 
 @functools.cache
@@ -239,8 +244,11 @@ def gather(
     collection: Collection,
     matrix: Callable[[list[str]], tuple[np.ndarray, np.ndarray]],
     depth: int = DEPTH,
+    crossed: bool = True,
 ) -> Evidence:
-    """Every ranking's candidates for ``query`` from the published version ``snap`` and the index."""
+    """Every ranking's candidates for ``query`` from the published version ``snap`` and the index; with
+    ``crossed`` False, not the acts held in other languages (weights that give them no offset never read them,
+    and asking is one more query, eight times deeper)."""
     language = question_language(query)
     evidence = Evidence(language, snap.bilingual(language))
     vector = QuestionVector(lambda: embedder.embed_queries([query])[0])
@@ -248,7 +256,8 @@ def gather(
                                query_vector=vector()):  # fmt: skip
         found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
         found.vector, found.base = chunk.vector, chunk
-    _crossed(evidence, snap, query, vector, depth, collection, embedder)
+    if crossed:
+        _crossed(evidence, snap, query, vector, depth, collection, embedder)
     if snap.lexical is None or snap.chunks is None:
         return evidence
     lexical = snap.lexical.scores(query)

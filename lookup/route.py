@@ -242,9 +242,11 @@ class Lookup:
         return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.matrix,
                                self.embedder.embed_passages, lexical, language)  # fmt: skip
 
-    def evidence(self, snap: Snapshot, query: str, depth: int = DEPTH) -> Evidence:
-        """Every plain-words ranking's candidates for ``query`` (:func:`lookup.plain.gather`)."""
-        return gather(snap, query, self.embedder, self.collection, self.store.matrix, depth)
+    def evidence(self, snap: Snapshot, query: str, depth: int = DEPTH, every: bool = False) -> Evidence:
+        """The plain-words rankings' candidates for ``query`` (:func:`lookup.plain.gather`): those its
+        language's weights read, or ``every`` one (what tuning re-ranks under every weight)."""
+        crossed = every or self.ranking.for_language(question_language(query)).crossed > 0
+        return gather(snap, query, self.embedder, self.collection, self.store.matrix, depth, crossed)
 
     def plain_words(self, snap: Snapshot, query: str, k: int) -> tuple[list[Chunk], Evidence]:
         """A question with no identifier: its candidates from every ranking, fused with the weights chosen for

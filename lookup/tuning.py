@@ -34,7 +34,7 @@ import numpy as np
 
 from lookup.chunks import Chunk
 from lookup.evaluate import CUTOFFS, GoldenRow, Tally
-from lookup.plain import RANKING, Evidence, Feature, Ranking, RankParams, order
+from lookup.plain import RANKING, Evidence, Feature, Ranking, RankParams, embedder_family, order
 from lookup.route import Lookup
 
 # The grid: the vector weight is fixed (only ratios matter); 0 switches a method off. rrf_k = 30 was in the grid
@@ -87,7 +87,7 @@ def gather_all(lookup: Lookup, rows: Iterable[GoldenRow]) -> list[Question]:
     for row in rows:
         if row.expect_status not in (None, "no_identifier") or not row.doc_ids:
             continue
-        evidence = lookup.evidence(snap, row.query)
+        evidence = lookup.evidence(snap, row.query, every=True)
         first = docs.get(row.doc_ids[0])
         languages = set().union(*(set(docs[d].languages) for d in row.doc_ids if d in docs))
         groups = ["ALL", f"set={row.category}", f"language={row.language or evidence.language}"]
@@ -161,15 +161,9 @@ def objective(questions: Sequence[Question], found: np.ndarray, among: Sequence[
     return np.asarray(np.mean([worth[:, members].mean(axis=1) for members in acts.values()], axis=0))
 
 
-def best(questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray | None = None,
-         among: Sequence[int] | None = None) -> RankParams:  # fmt: skip
-    """The candidate worth most on ``among`` (default: every question); ties: fewer methods on, grid order."""
-    found = hits(questions, candidates) if found is None else found
-    return candidates[_best(questions, candidates, found, range(len(questions)) if among is None else among)]
-
-
-def _best(questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray,
-          among: Sequence[int]) -> int:  # fmt: skip
+def best(questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray,
+         among: Sequence[int]) -> int:  # fmt: skip
+    """The index of the candidate worth most on ``among``; ties: fewer methods on, grid order."""
     scores = objective(questions, found, among)
     simplicity = np.array([_simplicity(p) for p in candidates])
     order = np.lexsort((np.arange(len(candidates)), -simplicity, -np.round(scores, 9)))
@@ -183,10 +177,10 @@ def choose(questions: Sequence[Question], candidates: Sequence[RankParams], foun
     by_language: dict[str, list[int]] = {}
     for n in among:
         by_language.setdefault(questions[n].evidence.language, []).append(n)
-    chosen = {language: _best(questions, candidates, found, members)
+    chosen = {language: best(questions, candidates, found, members)
               for language, members in sorted(by_language.items())
               if len({questions[n].act for n in members}) >= MIN_ACTS}  # fmt: skip
-    return _best(questions, candidates, found, among), chosen
+    return best(questions, candidates, found, among), chosen
 
 
 def ranking(candidates: Sequence[RankParams], chosen: tuple[int, dict[str, int]]) -> Ranking:
@@ -302,7 +296,7 @@ def tune(lookup: Lookup, rows: Iterable[GoldenRow], golden: Sequence[Path], coun
     found = hits(questions, candidates)
     report = cross_validate(questions, count, found=found)
     chosen = ranking(candidates, choose(questions, candidates, found, range(len(questions))))
-    family = lookup.embedder_id.split("-", 1)[0].split(":", 1)[0]
+    family = embedder_family(lookup.embedder_id)
     data: dict[str, Any] = json.loads(out.read_text("utf-8")) if out.exists() else {}
     data.setdefault("embedders", {})[family] = {
         **chosen.as_dict(),
