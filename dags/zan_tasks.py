@@ -294,27 +294,15 @@ def golden_set() -> Path:
 def check_golden() -> dict[str, Any]:
     """Evaluate the published version on the golden set and compare with the last check (kept in
     ``ZAN_HOME/runs/golden.json``, beside the run reports): a drop fails the task, loudly, and the baseline
-    stays the last good one; else the new figures become the baseline."""
-    import json
-
-    from lookup.evaluate import dropped, evaluate, headline, read_golden
+    stays the last good one (:func:`lookup.evaluate.check`)."""
+    from lookup.evaluate import check
     from lookup.route import Lookup
-    from runs.versions import write_text_atomic
 
     golden = golden_set()
     if not golden.is_file():
         raise AirflowFailException(f"no golden set at {golden}: set ZAN_GOLDEN to a golden JSON Lines file")
     lookup = terminal(Lookup.open, home(), chroma_url())
-    now = headline(terminal(evaluate, lookup, read_golden(golden))) | {"version": lookup.snapshot().version}
-    kept = home() / "runs" / "golden.json"
-    before: dict[str, Any] = json.loads(kept.read_text("utf-8")) if kept.exists() else {}
-    drops = dropped(before, now) if before else []
-    if drops:
-        raise AirflowFailException(f"the golden set {golden.name} dropped from version {before['version']} to "
-                                   f"{now['version']}: {'; '.join(drops)}")  # fmt: skip
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(kept, json.dumps(now, sort_keys=True))
-    return now
+    return terminal(check, lookup, golden, home() / "runs" / "golden.json")
 
 
 @task

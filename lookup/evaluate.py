@@ -254,3 +254,24 @@ def dropped(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
     out += [f"{key} {before[key]} -> {now[key]}" for key, worse in (("wrong_document", 1), ("lineage_passed", -1))
             if (now[key] - before[key]) * worse > 0]  # fmt: skip
     return out
+
+
+class GoldenDropped(ZanError):
+    """The published version answers the golden set worse than the last check did (terminal: no retry helps)."""
+
+
+def check(lookup: Lookup, golden: Path, kept: Path) -> dict[str, Any]:
+    """Answer ``golden`` from ``lookup``'s published version and compare with the last check kept in ``kept``
+    (:func:`headline`, :func:`dropped`): a drop raises :class:`GoldenDropped` and the baseline stays the last
+    good one; else the new figures become the baseline (written atomically) and are returned."""
+    from schemas.files import atomic_write
+
+    now = headline(evaluate(lookup, read_golden(golden))) | {"version": lookup.snapshot().version}
+    before: dict[str, Any] = json.loads(kept.read_text("utf-8")) if kept.exists() else {}
+    drops = dropped(before, now) if before else []
+    if drops:
+        raise GoldenDropped(f"the golden set {golden.name} dropped from version {before.get('version')} to "
+                            f"{now['version']}: {'; '.join(drops)}")  # fmt: skip
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(kept, json.dumps(now, sort_keys=True).encode("utf-8"))
+    return now

@@ -34,9 +34,10 @@ UPSERT_BATCH = 1_000  # records per upsert. Measured both ways (benchmarks/READM
 # its index stage 40.7 against 44.3 s), and that is what users run
 
 # HNSW candidates per query. Chroma's default, 100, is what a query for 100 records (zan asks twice the 50 a
-# ranking takes) gets at least: on the real corpus's 1 323 chunks the 50 nearest it returned held 0.947 of the
-# exact 50 with hashed vectors (0.76 at worst; e5 0.992) and differed between two openings of the same index,
-# so tuning and tests saw different candidates. At 400: 0.997 (0.96 at worst). `python benchmarks/bench_recall.py`.
+# ranking takes) gets at least: on the real corpus's 1 323 chunks the 50 nearest it returned held 0.959 of the
+# exact 50 with hashed vectors (0.26 at worst; e5 0.993) and differed between two openings of the same index,
+# so tuning and tests saw different candidates. At 400: 0.998 (e5 1.000), ~0.2 ms more a query
+# (`python benchmarks/bench_recall.py --home H`; benchmarks/README.md).
 SEARCH_EF = 400
 
 
