@@ -5,20 +5,35 @@ deployment: ``_AIRFLOW_WWW_USER_PASSWORD``), then a bearer token."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import httpx
-from tenacity import Retrying, retry_if_result, stop_after_delay, wait_fixed
+from tenacity import RetryCallState, Retrying, retry_if_result, stop_after_delay, wait_fixed
 
 FINISHED = {"success", "failed"}
 
 
+T = TypeVar("T")
+
+
+def polled(fetch: Callable[[], T], ok: Callable[[T], bool], timeout: float, every: float) -> tuple[T, bool]:
+    """Call ``fetch`` every ``every`` seconds until ``ok`` says yes of what it gave or ``timeout`` seconds have
+    passed: the last value, and whether it was ok. Every wait of the deployment (a service healthy, a process
+    gone, a DAG parsed, a run finished)."""
+
+    def last(state: RetryCallState) -> T:  # the value of the last call, not an error, once the time is up
+        assert state.outcome is not None
+        return cast(T, state.outcome.result())
+
+    asking = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(every),
+                      retry=retry_if_result(lambda value: not ok(value)), retry_error_callback=last)  # fmt: skip
+    value = asking(fetch)
+    return value, ok(value)
+
+
 def until(done: Callable[[], bool], timeout: float, every: float) -> bool:
-    """Ask ``done`` every ``every`` seconds until it says yes (True) or ``timeout`` seconds have passed (False):
-    every wait of the deployment (a service healthy, a process gone, a DAG parsed, a run finished)."""
-    asking = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(every), retry=retry_if_result(lambda ok: not ok),
-                      retry_error_callback=lambda _: False)  # fmt: skip
-    return bool(asking(done))
+    """Ask ``done`` every ``every`` seconds until it says yes (True) or ``timeout`` seconds have passed (False)."""
+    return polled(done, bool, timeout, every)[1]
 
 
 class Api:
@@ -36,15 +51,12 @@ class Api:
 
     def wait_dag(self, dag_id: str, timeout: float = 180) -> dict[str, Any]:
         """The DAG once the dag-processor has parsed and serialized it."""
-        last: list[httpx.Response] = []
-
-        def parsed() -> bool:
-            last[:] = [self.client.get(f"/dags/{dag_id}")]
-            return last[-1].status_code == 200
-
-        if not until(parsed, timeout, 2):
-            raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s: {last[-1].text[:300]}")
-        return dict(last[-1].json())
+        response, parsed = polled(
+            lambda: self.client.get(f"/dags/{dag_id}"), lambda r: r.status_code == 200, timeout, 2
+        )
+        if not parsed:
+            raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s: {response.text[:300]}")
+        return dict(response.json())
 
     def unpause(self, dag_id: str) -> None:
         self.client.patch(f"/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
@@ -57,15 +69,11 @@ class Api:
         return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100)["dag_runs"])
 
     def wait_run(self, dag_id: str, run_id: str, timeout: float = 600) -> dict[str, Any]:
-        last: list[dict[str, Any]] = []
-
-        def finished() -> bool:
-            last[:] = [self.get(f"/dags/{dag_id}/dagRuns/{run_id}")]
-            return last[-1]["state"] in FINISHED
-
-        if not until(finished, timeout, 2):
-            raise TimeoutError(f"{dag_id} {run_id} still {last[-1]['state']} after {timeout:.0f} s")
-        return dict(last[-1])
+        run, finished = polled(lambda: self.get(f"/dags/{dag_id}/dagRuns/{run_id}"),
+                               lambda r: r["state"] in FINISHED, timeout, 2)  # fmt: skip
+        if not finished:
+            raise TimeoutError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s")
+        return dict(run)
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         return list(self.get(f"/dags/{dag_id}/dagRuns/{run_id}/taskInstances", limit=200)["task_instances"])
