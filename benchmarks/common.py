@@ -52,28 +52,51 @@ def chroma_server(path: Path) -> Iterator[tuple[str, int]]:
 
 def peak_rss_mb(pid: int) -> float:
     """A live process's peak resident memory (VmHWM), in MB."""
+    return _status_mb(pid, "VmHWM:") or float("nan")
+
+
+def _tree(pid: int) -> list[int]:
+    """``pid`` and every live process below it (``/proc/PID/task/*/children``)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        found.append(current)
+        for task in Path(f"/proc/{current}/task").glob("*/children"):
+            with contextlib.suppress(OSError):
+                todo += [int(child) for child in task.read_text().split()]
+    return found
+
+
+def _status_mb(pid: int, key: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
+        if line.startswith(key):
             return int(line.split()[1]) / 1024
-    return float("nan")
+    return 0.0
 
 
-def wait_with_peak(process: subprocess.Popen[Any], every: float = 0.02) -> tuple[int, float]:
-    """Wait for ``process``; return its exit code and its own peak RSS in MB.
+def wait_with_peak(process: subprocess.Popen[Any], every: float = 0.01) -> tuple[int, float]:
+    """Wait for ``process``; return its exit code and the peak RSS in MB of it and the processes it started.
 
-    The peak is the process's VmHWM, read every ``every`` s while it lives (the mark only rises; what the
-    last read misses is the interpreter's teardown, which frees). Not ``wait4``'s ``ru_maxrss``: Linux folds
-    the parent's peak into a child's at exec (the memory map the child replaced was the parent's), so a
-    benchmark that held 500 MB, a model say, made every ``zan run`` it started read ≥ 500 MB whatever zan
-    used (measured: a parent that allocated and freed 500 MB, then ``Popen(["true"])``: ru_maxrss 527 MB)."""
+    Read every ``every`` s while it lives: the sum of the current RSS (VmRSS) of the process and every process
+    below it (a run's stages, extraction workers or embedding shards in processes of their own count with
+    it), and each one's own high-water mark (VmHWM, which only rises, so a spike between two reads of a
+    process alone is not missed); the peak is the larger. What the last read misses is teardown, which frees.
+    Not ``wait4``'s ``ru_maxrss``: Linux folds the parent's peak into a child's at exec (the memory map the
+    child replaced was the parent's), so a benchmark that held 500 MB, a model say, made every ``zan run`` it
+    started read ≥ 500 MB whatever zan used (measured: a parent that allocated and freed 500 MB, then
+    ``Popen(["true"])``: ru_maxrss 527 MB); and it is one process's, not the tree's."""
     peak = 0.0
     done = threading.Event()
 
     def watch() -> None:
         nonlocal peak
         while not done.is_set():
-            with contextlib.suppress(OSError):
-                peak = max(peak, peak_rss_mb(process.pid))  # a reaped process's NaN never wins
+            together = 0.0
+            for pid in _tree(process.pid):
+                with contextlib.suppress(OSError):  # a process that ended between the listing and the read
+                    together += _status_mb(pid, "VmRSS:")
+                    peak = max(peak, _status_mb(pid, "VmHWM:"))
+            peak = max(peak, together)
             done.wait(every)
 
     watcher = threading.Thread(target=watch, daemon=True)

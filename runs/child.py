@@ -1,5 +1,6 @@
-"""What a run's helper process (a BM25 build or an embedding shard beside the index stage) tells its parent:
-:func:`report` in the child, :func:`outcome` in the parent.
+"""What a run's helper process (a BM25 build or an embedding shard beside the index stage, a stage run in a
+process of its own) tells its parent: :func:`report` in the child, :func:`outcome` in the parent;
+:func:`in_own_process` runs one call that way and returns its result or raises its error.
 
 A helper's failure keeps the retry class it would have had in the run's own process (``ZanError.transient``,
 which an Airflow task reads: :func:`dags.zan_tasks.terminal`): its own exception when it pickles; else a
@@ -9,12 +10,15 @@ would have been retried."""
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from runs.errors import RunError
 from schemas.errors import ZanError
+
+T = TypeVar("T")
 
 
 def retry_may_help(exc: BaseException) -> bool:
@@ -59,3 +63,39 @@ def outcome(receive: Any, child: Any, what: str) -> tuple[str, Any]:
         return "error", wrapped(f"{what} died (exit code {child.exitcode})")
     except Exception as exc:  # an error that does not unpickle here
         return "error", wrapped(f"{what} failed: {type(exc).__name__}: {exc}")
+
+
+def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
+    """``work(*args)`` in a spawned process of its own (``work`` and ``args`` pickle: a module-level function
+    and plain values); returns its result or raises its error, the child's own exception when it pickles
+    (so its class and retry class stay what they were), noted as raised there. Every byte the call allocated
+    goes back with the process: a stage that builds millions of small objects leaves the parent as it found
+    it (glibc and Python keep freed heap pages; measured in ``benchmarks/README.md``, "Peak memory, whole
+    runs"). Interrupted or failing in the parent, the child is stopped."""
+    spawn = multiprocessing.get_context("spawn")  # not forked: Arrow's pools or the model's threads may run
+    receive, send = spawn.Pipe(duplex=False)
+    child = spawn.Process(target=_reported, args=(send, work, args, what), name=f"zan {what}", daemon=True)
+    child.start()
+    send.close()
+    try:
+        kind, value = outcome(receive, child, what)
+    except BaseException:
+        child.terminate()
+        raise
+    finally:
+        child.join(timeout=60)
+        receive.close()
+    if kind != "ok":
+        value.add_note(f"(raised in {what}, run in a process of its own)")
+        raise value
+    result: T = value[0]
+    return result
+
+
+def _reported(send: Any, work: Callable[..., Any], args: tuple[Any, ...], what: str) -> None:
+    """:func:`in_own_process`'s child: the run's memory settings (:func:`runs.memory.lean_arrow_memory`),
+    then the call, reported through ``send``."""
+    from runs.memory import lean_arrow_memory
+
+    lean_arrow_memory()
+    report(send, lambda: work(*args), what)

@@ -11,20 +11,24 @@ version recorded (the bundled sample the first time), and documents gone from th
 only the documents in scope are rebuilt (or deleted); every other published document is carried over as is.
 
 ``run`` calls the stages of ``runs.stages`` in one process (with ``workers``, extraction, embedding and the
-BM25 build also use processes of their own); the Airflow DAGs call the same stages, one per task.
+BM25 build also use processes of their own; a large run's registry and enrich stages each run in a process of
+their own, :data:`OWN_PROCESS_FROM`); the Airflow DAGs call the same stages, one per task.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 from runs import stages
+from runs.child import in_own_process
 from runs.embedding import embedding_aside, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
 from runs.memory import lean_arrow_memory
 from runs.scope import DEFAULT_SAMPLE as DEFAULT_SAMPLE
-from runs.state import Progress, Published, RunInfo, RunOptions
+from runs.state import Progress, Published, RunInfo, RunOptions, RunState
 from schemas.published import check_home
 from vectors.embed import Embedder, identified
 from vectors.embedders import embedder_for
@@ -32,8 +36,22 @@ from vectors.embedders import embedder_for
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
 
 
+# From this many files to read and documents carried over, the registry and enrich stages each run in a
+# process of their own, as Airflow runs each task: what they allocate (millions of small objects, Arrow
+# buffers) goes back with the process, where in one process glibc and Python keep the freed heap and every
+# later stage starts from it. Measured on kazakhstan-law scopes (benchmarks/README.md, "Peak memory, whole
+# runs"); below it the spawn (~0.4 s a stage) would cost more than the memory is worth.
+OWN_PROCESS_FROM = 1000
+
+
 def _noop(stage: str, done: int, total: int) -> None:
     return None
+
+
+def _large(state: Path) -> bool:
+    """Whether the run's registry and enrich stages are worth a process each (:data:`OWN_PROCESS_FROM`)."""
+    planned = RunState.load(state)
+    return sum(map(len, planned.shards)) + len(planned.reused) >= OWN_PROCESS_FROM
 
 
 def run(
@@ -44,25 +62,33 @@ def run(
     progress: Progress = _noop,
     options: RunOptions | None = None,
     workers: int = 1,
+    own_processes: bool | None = None,
 ) -> RunInfo:
     """Run the main job into ``home``; returns what it did. Bad files become rejects, not failures. With no
     embedder given, the published version's is used (the offline ``hash`` one for a new HOME). ``workers``:
     processes that extract the files (one shard each, as the DAG's tasks) and embed new texts at once
-    (:mod:`runs.embedding`); the version is the same whatever their number."""
+    (:mod:`runs.embedding`); the version is the same whatever their number. ``own_processes``: whether the
+    registry and enrich stages run in processes of their own (default: from :data:`OWN_PROCESS_FROM` files
+    and documents); the version is the same either way."""
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
     embedder_id = identified(embedder, home, record=not options.dry_run)
     state = stages.begin(home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id,
                          holder="process")  # fmt: skip
-    try:
+    with _finishing(state):
         stages.extract_all(state, workers, progress)
-        stages.registry(state)
+        apart = _large(state) if own_processes is None else own_processes
         # with workers, the BM25 build and the embedding run in processes of their own beside the index stage,
         # whose Chroma writes hold one core (benchmarks/README.md, "zan against LangChain"); in one process the
         # BM25 build is part of enrich and the index stage embeds block by block
         aside = workers > 1
-        stages.enrich(state, lexical=not aside)
+        if apart:
+            in_own_process(stages.registry, state, what="the registry stage")
+            in_own_process(stages.enrich, state, not aside, what="the enrich stage")
+        else:
+            stages.registry(state)
+            stages.enrich(state, lexical=not aside)
         if aside:
             with stages.lexical_aside(state):
                 shards = plan_embedding(state, workers)
@@ -70,12 +96,7 @@ def run(
                     stages.index(state, embedder, progress, pending)
         else:
             stages.index(state, embedder, progress)
-        stages.validate(state)
-        stages.publish(state)
-        stages.report(state)
-    except BaseException as exc:
-        stages.finish(state, exc)
-        raise
+        _publish(state)
     return stages.finish(state)
 
 
@@ -93,12 +114,25 @@ def rollback(
     home = check_home(home, writable=True)
     embedder = embedder or embedder_for(home)
     state = stages.begin_rollback(home, version, chroma_url, embedder.spec, identified(embedder, home))
-    try:
+    with _finishing(state):
         stages.index(state, embedder, progress)
-        stages.validate(state)
-        stages.publish(state)
-        stages.report(state)
+        _publish(state)
+    return stages.finish(state)
+
+
+@contextlib.contextmanager
+def _finishing(state: Path) -> Iterator[None]:
+    """A failing stage ends the run through :func:`runs.stages.finish` (the lease released, the failure
+    recorded, the previous version still published) before its error goes on."""
+    try:
+        yield
     except BaseException as exc:
         stages.finish(state, exc)
         raise
-    return stages.finish(state)
+
+
+def _publish(state: Path) -> None:
+    """The stages after the index is written: read back, publish, report."""
+    stages.validate(state)
+    stages.publish(state)
+    stages.report(state)

@@ -23,6 +23,7 @@ task and passes the state file's path through XCom. Same library path either way
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import multiprocessing
@@ -30,6 +31,7 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -108,10 +110,7 @@ def begin(
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
     info.embedder = embedder_id or identified(make_embedder(embedder), home, record=not options.dry_run)
-    lease.take(home, run_id, holder)
-    try:
-        clear_staging(home)
-        _clear_work(home, keep=run_id)
+    with _planning(home, info, holder):
         previous = Published.load(home)
         with timed(info, "plan"):
             scope = plan_scope(list(sources or []), options.only, options.since, previous)
@@ -136,11 +135,6 @@ def begin(
             repealed=prepared.repealed,
         )
         return state.save()
-    except BaseException as exc:
-        _record_failure(home, info, exc)
-        lease.release(home, run_id)
-        shutil.rmtree(work_dir(home, run_id), ignore_errors=True)
-        raise
 
 
 def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embedder: str, embedder_id: str) -> Path:
@@ -152,10 +146,7 @@ def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embe
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, scope="rollback", home=str(home), chroma=chroma_url or str(home / "chroma"),
                    embedder=embedder_id)  # fmt: skip
-    lease.take(home, run_id, "process")
-    try:
-        clear_staging(home)
-        _clear_work(home, keep=run_id)
+    with _planning(home, info, "process"):
         current = Published.load(home)
         if current is None:
             raise RunError(f"nothing is published under {home}: nothing to roll back")
@@ -180,10 +171,21 @@ def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embe
                          info=info.as_dict())  # fmt: skip
         work_dir(home, run_id).mkdir(parents=True, exist_ok=True)
         return state.save()
+
+
+@contextlib.contextmanager
+def _planning(home: Path, info: RunInfo, holder: str) -> Iterator[None]:
+    """Take the lease for run ``info.run_id`` and clear what earlier runs left; if planning fails, record the
+    failure, release the lease and remove the run's work folder before the error goes on."""
+    lease.take(home, info.run_id, holder)
+    try:
+        clear_staging(home)
+        _clear_work(home, keep=info.run_id)
+        yield
     except BaseException as exc:
         _record_failure(home, info, exc)
-        lease.release(home, run_id)
-        shutil.rmtree(work_dir(home, run_id), ignore_errors=True)
+        lease.release(home, info.run_id)
+        shutil.rmtree(work_dir(home, info.run_id), ignore_errors=True)
         raise
 
 

@@ -27,3 +27,16 @@ def test_a_child_s_peak_is_its_own_not_the_parent_s() -> None:
     code, peak = wait_with_peak(process)
     assert code == 0
     assert 60 <= peak < 300, peak  # the 60 MB it held and the interpreter, not the parent's 400 MB
+
+
+GRANDCHILD = "import subprocess, sys; subprocess.run([sys.executable, '-c', {code!r}], check=True)"
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="VmRSS and VmHWM are read from /proc (Linux)")
+def test_the_peak_counts_the_processes_a_run_starts() -> None:
+    """A run's stages may run in processes of their own: what they hold counts with the run's own memory."""
+    code = "import numpy as np, time; kept = np.ones(150 * 2**20 // 8); time.sleep(0.5)"
+    process = subprocess.Popen([sys.executable, "-c", GRANDCHILD.format(code=code)])
+    code_, peak = wait_with_peak(process)
+    assert code_ == 0
+    assert peak >= 150 + 10, peak  # the grandchild's 150 MB and the parent interpreter beside it

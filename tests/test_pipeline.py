@@ -273,3 +273,47 @@ def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_body
     assert (out / "params.index.json").exists()
     assert stages.RunState.load(state).run_info().seconds["lexical"] > 0
     stages.finish(state)
+
+
+def test_a_large_runs_registry_and_enrich_run_in_processes_of_their_own_and_publish_the_same_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From ``OWN_PROCESS_FROM`` files the registry and enrich stages each run in a spawned process (their
+    memory goes back with it): the version published is the one a run in one process publishes, and an error
+    in such a stage reaches the run as its own exception class, noted with where it was raised."""
+    from runs import pipeline, stages
+    from runs.child import in_own_process
+
+    source = tmp_path / "source"
+    shutil.copytree(SAMPLE, source)
+    (source / "broken.html").write_bytes(b"\x00\x01 not a page")
+    apart: list[str] = []
+
+    def watched(work, *args, what: str):  # type: ignore[no-untyped-def]
+        apart.append(what)
+        return in_own_process(work, *args, what=what)
+
+    monkeypatch.setattr(pipeline, "in_own_process", watched)
+    homes = {"one": tmp_path / "one", "apart": tmp_path / "apart"}
+    run([source], homes["one"])  # the bundled sample is far below the threshold: one process
+    assert apart == []
+    monkeypatch.setattr(pipeline, "OWN_PROCESS_FROM", 5)  # the sample's files are above it
+    info = run([source], homes["apart"])
+    assert apart == ["the registry stage", "the enrich stage"]
+    assert info.status == "published" and info.seconds["registry"] > 0 and info.seconds["enrich"] > 0
+    for name in ("registry.parquet", "enriched_chunks.parquet", "rejects.parquet", "lineage.parquet"):
+        one, two = (pq.read_table(published_file(home, name)) for home in homes.values())
+        run_ids = [c for c in ("run_id",) if c in one.column_names]
+        assert one.drop_columns(run_ids).equals(two.drop_columns(run_ids)), name
+    # an error in the stage's process: the same exception the stage raises in this one
+    state = stages.begin(tmp_path / "home3", [source], holder="process")
+    stages.extract_all(state)
+    in_own_process(stages.registry, state, what="the registry stage")
+    (stages.RunState.load(state).work / "registry.parquet").write_bytes(b"PAR1 not parquet")
+    with pytest.raises(Exception) as here:
+        stages.enrich(state)
+    with pytest.raises(type(here.value)) as there:
+        in_own_process(stages.enrich, state, True, what="the enrich stage")
+    assert str(there.value) == str(here.value)
+    assert any("the enrich stage" in note for note in there.value.__notes__)
+    stages.finish(state)
