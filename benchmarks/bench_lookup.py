@@ -98,9 +98,9 @@ def published_home(home: Path, rows: list[dict[str, Any]]) -> None:
     """A published version holding a registry of ``rows`` and no chunks: what ``Lookup.open`` reads."""
     import pyarrow as pa
 
-    from enrich.storage import write_parquet_atomic
     from runs.versions import seal, set_current, staging_dir
     from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+    from schemas.parquet import write_parquet_atomic
     from schemas.published import Manifest
     from vectors.embed import HashingEmbedder
 

@@ -100,7 +100,7 @@ def records(home: Path, count: int) -> tuple[Any, dict[str, Any], dict[str, Any]
     import pyarrow as pa
 
     from enrich.metadata import metadata_dicts
-    from enrich.storage import iter_parquet
+    from schemas.parquet import iter_parquet
     from schemas.published import published_file, read_manifest
     from vectors.store import VectorStore
 

@@ -86,7 +86,7 @@ def mcp_command(
     Example: in a client's config, `{"command": "zan", "args": ["mcp", "--home", "/srv/zan/data"]}`
     """
     from lookup.route import Lookup
-    from runs.history import RunHistory
+    from lookup.run_history import RunHistory
     from serve.logs import configure
     from serve.mcp import build_mcp
 

@@ -15,8 +15,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from enrich.storage import read_parquet
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.parquet import read_parquet
 from schemas.published import published_file
 
 # The identifier fields each kind of document is expected to carry.

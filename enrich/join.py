@@ -13,8 +13,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from enrich.metadata import meta_hashes
-from enrich.storage import STREAM_ROWS, iter_parquet, write_parquet_stream
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_FIELDS_ON_CHUNK
+from schemas.parquet import STREAM_ROWS, iter_parquet, write_parquet_stream
 
 
 def join_files(registry: pa.Table, chunks: Path, out: Path) -> pa.Table:

@@ -118,7 +118,7 @@ def parse_kazlaw(data: bytes, source_file: str) -> Document:
 
 def parse_act(data: bytes, source_file: str, name: str, folder_name: str, read: Reader) -> Document:
     """Parse one language's text of an act whose folder's other files ``read`` gives (on disk, or as a past
-    commit had them: :mod:`runs.history`)."""
+    commit had them: :mod:`lookup.run_history`)."""
     path = Path(folder_name) / name
     try:
         text = data.decode("utf-8")

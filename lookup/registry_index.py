@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from enrich.storage import read_parquet
 from lookup.code_names import code_key
 from lookup.errors import LookupProblem
 from lookup.grammar import find_issuer_short
@@ -25,6 +24,7 @@ from lookup.parts import TYPE_ADMITS
 from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key, title_key
+from schemas.parquet import read_parquet
 from schemas.published import published_file
 from schemas.statuses import INCOMPLETE_TEXT, DocStatus, as_status
 

@@ -34,11 +34,11 @@ import pyarrow.parquet as pq
 from enrich.chunking import text_hash, unit_paths
 from enrich.history_file import HistoryFile
 from enrich.registry import IdentityError, doc_id_for
-from enrich.storage import iter_parquet, write_parquet_stream
 from extractors.kazlaw import MAX_PARTS, META, parse_act, safe_loader
 from extractors.model import Document, ExtractError
 from runs.gitsource import TIMEOUT, Commit, GitError, _git
 from schemas.files import atomic_writer
+from schemas.parquet import iter_parquet, write_parquet_stream
 
 HISTORY_SCHEMA = pa.schema(
     [

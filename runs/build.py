@@ -31,7 +31,6 @@ from enrich.chunking import chunk_document
 from enrich.join import join_files
 from enrich.lineage import Found, lineage_batches, with_replacements, with_successors
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
-from enrich.storage import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 from extractors.discover import extract_file
 from extractors.model import Document
 from runs.documents import DocumentStore, DocumentWriter
@@ -40,6 +39,7 @@ from runs.scope import Built, Prepared, Scope, _carried, _needs_reading, skipped
 from runs.state import Published
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA, Reject
 from schemas.identifiers import order_key
+from schemas.parquet import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
 
 Progress = Callable[[str, int, int], None]
 

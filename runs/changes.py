@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from enrich.storage import STREAM_ROWS, iter_parquet
 from runs.diff import CLASSES, DIFF_SCHEMA, WRITTEN, ChangeClass, ChunkDiff, DiffStep
 from runs.errors import RunError, ShrinkRefused
 from runs.state import Published, RunInfo, RunOptions
 from runs.versions import write_text_atomic
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, conform
 from schemas.files import atomic_writer
+from schemas.parquet import STREAM_ROWS, iter_parquet
 
 if TYPE_CHECKING:
     from runs.scope import Scope

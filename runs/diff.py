@@ -19,25 +19,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from runs.errors import RunError
+from schemas.changes import CLASSES as CLASSES
+from schemas.changes import ChangeClass as ChangeClass
 
-
-class ChangeClass(StrEnum):
-    """What a run does to one chunk (the module docstring says which write each means)."""
-
-    ADDED = "added"
-    TEXT_CHANGED = "text_changed"
-    METADATA_CHANGED = "metadata_changed"
-    UNCHANGED = "unchanged"
-    DELETED = "deleted"
-
-
-CLASSES = tuple(ChangeClass)
 WRITTEN = (ChangeClass.ADDED, ChangeClass.TEXT_CHANGED, ChangeClass.METADATA_CHANGED)  # a write each
 EMBEDDED = (ChangeClass.ADDED, ChangeClass.TEXT_CHANGED)  # a vector each (embedded, or reused from the store)
 

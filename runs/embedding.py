@@ -28,13 +28,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from enrich.storage import iter_parquet
 from runs.changes import forced_rows
 from runs.child import outcome, report
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, timed
 from schemas.files import atomic_writer
+from schemas.parquet import iter_parquet
 from vectors.embed import EmbedderSpec, identified
 from vectors.embedders import make_embedder
 from vectors.store import VectorStore

@@ -15,7 +15,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from enrich.metadata import METADATA_FIELDS, metadata_columns, record_meta_hashes
-from enrich.storage import iter_parquet
 from runs.changes import (
     DIRTY,
     ChangeSet,
@@ -32,6 +31,7 @@ from runs.scope import Scope
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.failpoints import failpoint
+from schemas.parquet import iter_parquet
 from vectors.documents import CENTROIDS, build_centroids
 from vectors.embed import Embedder, identified
 from vectors.embedders import make_embedder

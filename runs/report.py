@@ -18,12 +18,12 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from enrich.storage import iter_parquet
 from runs.changes import ChangeSet, lockstep, sorted_chunks
-from runs.charts import stacked_bars
 from runs.diff import CLASSES, WRITTEN, ChangeClass
 from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
+from schemas.charts import stacked_bars
+from schemas.parquet import iter_parquet
 
 if TYPE_CHECKING:
     from runs.state import Published, RunInfo

@@ -21,13 +21,13 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from enrich.storage import table_from_rows
 from extractors.discover import max_file_bytes, scan
 from extractors.kazlaw import companions
 from runs.errors import RunError
 from runs.gitsource import Changes, GitError, changes, head, repository
 from runs.state import Published
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REJECT_SCHEMA, Reject, reject_table
+from schemas.parquet import table_from_rows
 
 DEFAULT_SAMPLE = Path(__file__).resolve().parent.parent / "data" / "sample"
 Progress = Callable[[str, int, int], None]

@@ -39,7 +39,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from enrich.history_file import HISTORY
-from enrich.storage import read_parquet, write_parquet_atomic
 from runs import lease
 from runs.act_history import build_history, disagreements
 from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
@@ -82,6 +81,7 @@ from runs.versions import (
 from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA, Reject, reject_table, rejects_of
 from schemas.failpoints import failpoint
 from schemas.files import atomic_writer
+from schemas.parquet import read_parquet, write_parquet_atomic
 from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embed import identified
 from vectors.embedders import make_embedder

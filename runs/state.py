@@ -18,9 +18,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from enrich.storage import read_parquet
 from runs.versions import staging_dir, write_text_atomic
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.parquet import read_parquet
 from schemas.published import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)

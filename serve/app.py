@@ -51,8 +51,8 @@ from zan_client.models import Article, Document, DocumentList, Health, History, 
 
 from lookup.errors import BadQuestion, LookupProblem
 from lookup.route import Lookup
+from lookup.run_history import MAX_RUNS
 from lookup.version import Snapshot
-from runs.history import MAX_RUNS
 from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from serve import pages
 from serve.limits import ServeLimits

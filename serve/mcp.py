@@ -31,8 +31,8 @@ from zan_client.models import (
 
 from lookup.plain import DocFilter
 from lookup.route import Lookup, RouteResult, fetch_plan
+from lookup.run_history import RunHistory
 from lookup.version import Narrowing, Snapshot
-from runs.history import RunHistory
 from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_QUERY_PARAM
 from serve.views import document, document_history, passage
 

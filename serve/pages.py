@@ -14,10 +14,10 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from lookup.route import Lookup
+from lookup.run_history import RunSummary
 from lookup.version import Snapshot
-from runs.charts import stacked_bars
-from runs.diff import CLASSES
-from runs.history import RunSummary
+from schemas.changes import CLASSES
+from schemas.charts import stacked_bars
 from schemas.limits import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from schemas.links import safe_link
 from serve.served import Served

@@ -13,8 +13,8 @@ from fastapi import HTTPException
 
 from lookup.grammar import rows
 from lookup.route import Lookup
+from lookup.run_history import RunHistory
 from lookup.version import Snapshot
-from runs.history import RunHistory
 from schemas.errors import ZanError
 from serve.limits import ServeLimits
 from serve.metrics import Metrics

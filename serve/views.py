@@ -21,8 +21,8 @@ from lookup.errors import BadQuestion
 from lookup.grammar import parse
 from lookup.history import history_of
 from lookup.lineage import Change
+from lookup.run_history import RunHistory
 from lookup.version import Narrowing, Snapshot
-from runs.history import RunHistory
 from schemas.identifiers import article_order, canonical_law_number, canonical_order_number
 from schemas.links import safe_link
 

@@ -107,6 +107,19 @@ def test_each_package_imports_only_the_floors_below_it() -> None:
     assert upward == []
 
 
+def test_serve_stands_over_lookup_and_parquet_io_is_not_one_stage_s() -> None:
+    """The server reads what runs wrote through lookup's readers (the run history included), never the run
+    machinery; the parquet I/O every layer uses lives on the ground floor (``schemas.parquet``), so no package
+    imports ``enrich`` to read or write a file."""
+    graph = _imports()
+    assert {(m, d) for m, deps in graph.items() if m.startswith("serve") for d in deps if d.startswith("runs")} == set()
+    storage = {
+        (m, d) for m, deps in graph.items() for d in deps if d.startswith("enrich") and not m.startswith("enrich")
+    }
+    assert {(m, d) for m, d in storage if "storage" in d or "parquet" in d} == set()
+    assert "schemas.parquet" in graph["runs.stages"] and "schemas.parquet" in graph["lookup.registry_index"]
+
+
 def test_the_library_never_imports_airflow_or_the_cli() -> None:
     offenders = []
     for pkg in ("lookup", "runs", "vectors", "enrich", "extractors", "schemas"):

@@ -120,7 +120,7 @@ def _mcp_history_and_as_of(lookup: Lookup, home: Path) -> None:
     import anyio
     from mcp import Client
 
-    from runs.history import RunHistory
+    from lookup.run_history import RunHistory
     from serve.mcp import build_mcp
 
     server = build_mcp(lambda: (lookup, lookup.snapshot()), RunHistory(home))

@@ -73,15 +73,15 @@ def test_small_blocks_publish_exactly_what_the_defaults_publish(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import enrich.join
-    import enrich.storage
     import runs.build
     import runs.changes
     import runs.indexing
+    import schemas.parquet
     from runs.pipeline import run
     from vectors.index import open_client
 
     run([SAMPLE], tmp_path / "default")
-    for module in (enrich.storage, enrich.join, runs.build):
+    for module in (schemas.parquet, enrich.join, runs.build):
         monkeypatch.setattr(module, "STREAM_ROWS", 7)
     monkeypatch.setattr(runs.indexing, "BLOCK", 5)
     info = run([SAMPLE], tmp_path / "small")
@@ -303,7 +303,7 @@ def test_an_older_version_file_out_of_chunk_order_is_read_sorted(tmp_path: Path)
 
 
 def test_iter_parquet_reads_a_file_in_order_in_bounded_batches(tmp_path: Path) -> None:
-    from enrich.storage import iter_parquet
+    from schemas.parquet import iter_parquet
 
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"n": list(range(1000))}), path, row_group_size=300)

@@ -15,11 +15,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from enrich.metadata import chunk_metadata
-from enrich.storage import read_parquet
 from extractors.structure import match_article
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK, REGISTRY_SCHEMA
 from schemas.errors import ZanError
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, fold_lookalikes
+from schemas.parquet import read_parquet
 from schemas.published import published_file
 from vectors.index import BATCH, Collection, find_collection, open_client
 

@@ -23,9 +23,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from enrich.storage import iter_parquet
 from schemas.errors import TransientError
 from schemas.failpoints import failpoint
+from schemas.parquet import iter_parquet
 from vectors.embed import Embedder
 from vectors.index import BATCH, COLLECTION, Collection, find_collection, get_collection, open_client, upsert_table
 from vectors.store import VectorStore

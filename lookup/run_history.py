@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from runs.diff import CLASSES
+from schemas.changes import CLASSES
 
 MAX_RUNS = 200
 MAX_REPORT_BYTES = 32 * 1024 * 1024
