@@ -14,6 +14,8 @@ may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZA
 ``data/golden/golden.jsonl``, else the repository's) ·
 ``ZAN_EMBEDDER`` ``e5`` (default: multilingual-e5-small in-process), ``hash``, ``st:/models/x`` or
 ``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS) ·
+``ZAN_EMBED_CONCURRENCY`` the slots of the ``zan_embed`` pool (2): embed tasks at once, each with that share
+of a host's cores ·
 ``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path``
 (``ministerial=https://github.com/kazakhstan-law/ministerial.git@/opt/zan/scopes/ministerial``); a scope's
 credentials, if any, come from the Airflow connection ``zan_git_<name>`` (its password: a token for https).
@@ -36,14 +38,11 @@ from airflow.sdk import Asset, chain, get_current_context, task
 from airflow.sdk.exceptions import AirflowFailException
 
 from runs.memory import prefer_jemalloc
+from schemas.published import COLLECTION
 
 prefer_jemalloc()  # Arrow's C++ pool is chosen when pyarrow is first imported, inside a task
 
 T = TypeVar("T")
-
-REGISTRY_ASSET = Asset(name="zan_registry", uri="file:///zan/registry")
-INDEX_ASSET = Asset(name="zan_index", uri="file:///zan/chroma/zan_chunks")
-DEFAULT_ARGS = {"owner": "zan", "retries": 2, "retry_exponential_backoff": True}
 
 
 def setting(name: str, default: str = "") -> str:
@@ -52,6 +51,53 @@ def setting(name: str, default: str = "") -> str:
 
 def home() -> Path:
     return Path(setting("ZAN_HOME", "/opt/zan/data"))
+
+
+def task_failed(context: Any) -> None:
+    """Every zan task's failure callback: a task that failed for good (its retries spent, or a terminal error)
+    is written where zan's operators look, ``ZAN_HOME/runs/task_failures.jsonl``, which ``zan serve`` shows on
+    its ``/runs`` page and in ``/api/runs`` (:func:`lookup.run_history.record_task_failure`): a golden-set drop
+    or a scope that did not update leaves no run report of its own."""
+    import datetime as dt
+
+    from lookup.run_history import record_task_failure
+
+    ti, error = context.get("ti") or context.get("task_instance"), context.get("exception")
+    record_task_failure(
+        home(),
+        {
+            "when": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+            "dag_id": getattr(ti, "dag_id", None),
+            "task_id": getattr(ti, "task_id", None),
+            "run_id": getattr(ti, "run_id", None),
+            "map_index": getattr(ti, "map_index", None),
+            "try_number": getattr(ti, "try_number", None),
+            "log_url": getattr(ti, "log_url", None),
+            "error": f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else error,
+        },
+    )
+
+
+# The published registry: ``CURRENT`` names the version a publish made current (every reader resolves the
+# registry through it: ``schemas.published``). The index: the Chroma server's collection, or the embedded one
+# under the home. Read from the environment at parse time; a ``zan_chroma`` connection, read when the task
+# runs, may name another server, and each event's extra says which home, version and server it was.
+REGISTRY_ASSET = Asset(name="zan_registry", uri=(home() / "CURRENT").as_uri())
+INDEX_ASSET = Asset(
+    name="zan_index",
+    uri=f"{setting('ZAN_CHROMA_URL').rstrip('/')}/{COLLECTION}"
+    if setting("ZAN_CHROMA_URL")
+    else (home() / "chroma").as_uri(),
+)
+DEFAULT_ARGS = {"owner": "zan", "retries": 2, "retry_exponential_backoff": True, "on_failure_callback": task_failed}
+# The embed tasks share one embedding service or one host's cores: at most the pool's slots run at once
+# (docker-compose.yml and deploy/ create it with ZAN_EMBED_CONCURRENCY slots), each with the cores ÷ slots
+# threads of an in-process model (runs.embedding.with_threads).
+EMBED_POOL = "zan_embed"
+
+
+def embed_concurrency() -> int:
+    return max(1, int(setting("ZAN_EMBED_CONCURRENCY", "2")))
 
 
 def connection(conn_id: str) -> Any | None:
@@ -239,13 +285,15 @@ def plan_embed(state: str) -> list[str]:
     return list(terminal(plan_embedding, state, int(setting("ZAN_EMBED_SHARDS", setting("ZAN_SHARDS", "4")))))
 
 
-@task
+@task(pool=EMBED_POOL)
 def embed(shard_ref: str) -> int:
-    """Embed one shard into the vector store (mapped: shards run on any worker at once, never colliding)."""
+    """Embed one shard into the vector store (mapped: shards run on any worker at once, never colliding; at
+    most :data:`EMBED_POOL`'s slots at a time, each with its share of the host's cores)."""
     from runs.embedding import embed_shard
 
     state, shard = shard_ref.rsplit("#", 1)
-    return int(terminal(embed_shard, state, int(shard)))
+    threads = max(1, (os.cpu_count() or 1) // embed_concurrency())
+    return int(terminal(embed_shard, state, int(shard), threads))
 
 
 @task
@@ -270,7 +318,12 @@ def publish(state: str) -> dict[str, Any]:
     info = terminal(stages.publish, state)
     events = get_current_context()["outlet_events"]
     for asset in (REGISTRY_ASSET, INDEX_ASSET):
-        events[asset].extra = {"version": info.version, "status": info.status, "home": str(home())}
+        events[asset].extra = {
+            "version": info.version,
+            "status": info.status,
+            "home": str(home()),
+            "chroma": chroma_url() or "embedded",
+        }
     return info.as_dict()
 
 

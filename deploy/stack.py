@@ -164,6 +164,9 @@ class Stack:
             self._airflow_once(["users", "create", "--username", USER, f"--password={self.api_password}", "--role",
                                 "Admin", "--email", "airflow@example.com", "--firstname", "Air",
                                 "--lastname", "Flow"])  # fmt: skip
+            # the DAGs' embed tasks run in this pool (dags/zan_tasks.py EMBED_POOL), as docker-compose.yml makes it
+            slots = env.get("ZAN_EMBED_CONCURRENCY", "2")
+            self._airflow_once(["pools", "set", "zan_embed", slots, "zan embed tasks at once"])
             self._start("api-server", [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port",
                                        str(self.ports.api), "--workers", "1"])  # fmt: skip
             # no log servers: they listen on every interface and cannot be told otherwise

@@ -5,11 +5,17 @@ rejected and why, how long each stage took, how the corpus grew version by versi
 document changed. Newest first, at most :data:`MAX_RUNS` runs; a report over :data:`MAX_REPORT_BYTES` or one
 that does not parse is listed with the reason instead of its figures. Reports are cached by name, size and
 mtime: a reader polled on every page load reads a new report once.
+
+Beside the reports, ``HOME/runs/task_failures.jsonl``: the scheduled tasks that failed for good (the Airflow
+DAGs' failure callback calls :func:`record_task_failure`), a golden-set drop after a publish or a scope that
+did not update, which no run report says; the last :data:`MAX_TASK_FAILURES`, newest first in
+:meth:`RunHistory.task_failures`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +24,9 @@ from typing import Any
 from schemas.changes import CLASSES
 
 MAX_RUNS = 200
+TASK_FAILURES = "task_failures.jsonl"
+MAX_TASK_FAILURES = 200
+MAX_FAILURE_CHARS = 2000  # of each field of a failure: an exception's message is anyone's length
 MAX_REPORT_BYTES = 32 * 1024 * 1024
 REJECTS_LISTED = 200  # rejects per run in the history (the report file has them all)
 
@@ -85,6 +94,26 @@ def summary(run_id: str, report: dict[str, Any]) -> RunSummary:
     )
 
 
+def record_task_failure(home: Path, failure: dict[str, Any]) -> Path:
+    """Add ``failure`` (string fields, each cut to :data:`MAX_FAILURE_CHARS`) as one line to the home's task
+    failures: one ``O_APPEND`` write, so tasks failing at once do not interleave; past twice
+    :data:`MAX_TASK_FAILURES` lines the file is replaced whole by its last :data:`MAX_TASK_FAILURES`."""
+    from schemas.files import atomic_write
+
+    path = home / "runs" / TASK_FAILURES
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entry = {str(k)[:64]: None if v is None else str(v)[:MAX_FAILURE_CHARS] for k, v in failure.items()}
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+    finally:
+        os.close(fd)
+    lines = path.read_bytes().splitlines(keepends=True)
+    if len(lines) > 2 * MAX_TASK_FAILURES:
+        atomic_write(path, b"".join(lines[-MAX_TASK_FAILURES:]))
+    return path
+
+
 class RunHistory:
     """The runs of one home, newest first."""
 
@@ -98,6 +127,26 @@ class RunHistory:
             return []
         names = sorted((p.name for p in self.folder.glob("*.json")), reverse=True)[: max(0, min(limit, MAX_RUNS))]
         return [self._read(self.folder / name) for name in names]
+
+    def task_failures(self, limit: int = MAX_TASK_FAILURES) -> list[dict[str, str | None]]:
+        """The scheduled tasks that failed for good, newest first (:func:`record_task_failure`); a line that
+        does not parse is skipped, a file over its bound is read from its end."""
+        path = self.folder / TASK_FAILURES
+        try:
+            with path.open("rb") as handle:
+                handle.seek(max(0, path.stat().st_size - MAX_TASK_FAILURES * 8 * MAX_FAILURE_CHARS))
+                lines = handle.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+        found = []
+        for line in reversed(lines[-MAX_TASK_FAILURES:]):
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(entry, dict):
+                found.append({str(k): None if v is None else str(v) for k, v in entry.items()})
+        return found[: max(0, limit)]
 
     def versions_changed(self, doc_id: str) -> list[dict[str, str | None]]:
         """The published versions in which ``doc_id`` was added, changed or removed, newest first."""

@@ -22,6 +22,7 @@ from typing import Any
 
 from schemas.errors import ZanError
 
+COLLECTION = "zan_chunks"  # the index's Chroma collection, beside the version's files
 OUTPUTS = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet", "lineage.parquet")
 KEEP_VERSIONS = 5
 VERSION_NAME = re.compile(r"^v(\d{6})$")

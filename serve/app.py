@@ -192,8 +192,10 @@ def create_app(config: ServeConfig) -> FastAPI:
              response_model=Runs)  # fmt: skip
     async def api_runs(limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50) -> Response:
         runs = await blocking(served.history.runs, limit)
+        failures = await blocking(served.history.task_failures, limit)
         current = served.lookup.held().version if served.lookup else None
-        return _typed(Runs, {"current_version": current, "runs": [r.as_dict() for r in runs]})
+        return _typed(Runs, {"current_version": current, "runs": [r.as_dict() for r in runs],
+                             "task_failures": failures})  # fmt: skip
 
     @app.get("/livez", tags=["operations"], summary="The process answers (liveness: restart it when this fails)",
              response_model=Health)  # fmt: skip

@@ -94,8 +94,9 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
     @app.get("/runs", response_class=HTMLResponse, include_in_schema=False)
     async def runs_page(request: Request) -> HTMLResponse:
         runs = await blocking(served.history.runs, 50)
+        failures = await blocking(served.history.task_failures, 50)
         snap = served.lookup.held() if served.lookup else None
-        return await page(request, "runs.html", snap, runs=runs, charts=run_charts(runs))
+        return await page(request, "runs.html", snap, runs=runs, charts=run_charts(runs), failures=failures)
 
 
 def _lookup_view(lookup: Lookup, snap: Snapshot, q: str) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import pyarrow.parquet as pq
 import pytest
@@ -37,8 +38,11 @@ def metadata_db() -> None:
 
 @pytest.fixture
 def dagbag(metadata_db: None) -> Any:
-    """Parsed afresh per test, as a worker would: ``dag.test(run_conf=…)`` leaves its conf in the DAG's params."""
+    """Parsed afresh per test, as a worker would: ``dag.test(run_conf=…)`` leaves its conf in the DAG's params,
+    and the shared task module reads its settings (the assets' locations) when it is imported."""
     from airflow.dag_processing.dagbag import DagBag
+
+    sys.modules.pop("zan_tasks", None)
 
     return DagBag(dag_folder=str(DAGS))
 
@@ -92,6 +96,8 @@ def test_structure_of_both_dags(dagbag: Any) -> None:
     assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
     assert reextract.get_task("embed").is_mapped
     assert {a.name for a in reextract.get_task("publish").outlets} == {"zan_registry", "zan_index"}
+    assert reextract.get_task("embed").pool == "zan_embed"  # one embedding service or one host's cores, shared
+    assert all(t.on_failure_callback for t in reextract.tasks)  # failures go where operators look
     assert reextract.schedule == "@weekly" and backfill.schedule is None
     assert set(backfill.params) == {"doc_ids", "sources", "since", "force_reembed", "dry_run", "allow_shrink"}
     assert reextract.get_task("plan").retries == 2
@@ -165,15 +171,24 @@ def _the_golden_set_is_checked_after_the_publish(dagbag: Any, home: Path, monkey
     monkeypatch.setenv("ZAN_GOLDEN", str(worse))
     assert dagbag.get_dag("zan_eval").test().state == "failed"
     assert json.loads((home / "runs" / "golden.json").read_text("utf-8")) == kept
+    from lookup.run_history import RunHistory
+
+    [failure] = RunHistory(home).task_failures()  # the failure callback: on zan serve's /runs, beside the runs
+    assert (failure["dag_id"], failure["task_id"]) == ("zan_eval", "check_golden")
+    assert "GoldenDropped" in (failure["error"] or "") and "hit@5" in (failure["error"] or "")
 
 
 def test_reextract_then_backfill_end_to_end(
-    dagbag: Any, deployment: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
+    deployment: tuple[Path, Path, str], dagbag: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src, home, url = deployment
+    src, home, url = deployment  # set up first: the DAGs are parsed in the deployment's environment
     first = dagbag.get_dag("zan_reextract").test()
     assert first.state == "success"
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
+    [registry_asset] = [
+        a for a in dagbag.get_dag("zan_reextract").get_task("publish").outlets if a.name == "zan_registry"
+    ]
+    assert Path(urlparse(registry_asset.uri).path).read_text("utf-8").strip() == "v000001"  # what the publish moved
     from schemas.published import published_dir, read_manifest
 
     assert read_manifest(published_dir(home)).embedder_spec == "e5"  # the DAGs' default: a real model  # type: ignore[arg-type]
@@ -224,6 +239,8 @@ def test_a_terminal_error_fails_fast_and_keeps_the_published_version(
     assert failed.state == "failed"
     plan = next(ti for ti in failed.get_task_instances() if ti.task_id == "plan")
     assert plan.state == "failed" and plan.try_number == 1  # no retries for a terminal error
+    failures = json.loads((home / "runs" / "task_failures.jsonl").read_text("utf-8").splitlines()[-1])
+    assert (failures["task_id"], failures["try_number"]) == ("plan", "1") and "no source files" in failures["error"]
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
     reports = [json.loads(p.read_text("utf-8")) for p in sorted((home / "runs").glob("*.json"))]
     assert reports[-1]["status"] == "failed" and "no source files under" in reports[-1]["error"]

@@ -147,6 +147,37 @@ def test_health_metrics_and_runs(client) -> None:  # type: ignore[no-untyped-def
     assert page.count("<svg") >= 4
 
 
+def test_tasks_that_failed_for_good_are_listed_beside_the_runs(client, sample_run) -> None:  # type: ignore[no-untyped-def]
+    """What the DAGs' failure callback writes (``lookup.run_history.record_task_failure``) is in ``/api/runs``
+    and on the ``/runs`` page, newest first; a line that does not parse is skipped, a link that is not http(s)
+    is not made a link, and the file keeps a bounded tail."""
+    from lookup import run_history
+    from lookup.run_history import record_task_failure
+
+    _, home = sample_run
+    path = home / "runs" / run_history.TASK_FAILURES
+    try:
+        record_task_failure(home, {"dag_id": "zan_eval", "task_id": "check_golden", "run_id": "asset_triggered_1",
+                                   "error": "GoldenDropped: hit@5 0.96 → 0.90", "log_url": "javascript:alert(1)"})  # fmt: skip
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write("{not json\n")
+        record_task_failure(home, {"dag_id": "zan_reextract", "task_id": "update_scope", "map_index": 0,
+                                   "error": "x" * 10_000, "log_url": "http://airflow.local/log"})  # fmt: skip
+        listed = client.get("/api/runs").json()["task_failures"]
+        assert [(f["dag_id"], f["task_id"]) for f in listed] == [("zan_reextract", "update_scope"),
+                                                                   ("zan_eval", "check_golden")]  # fmt: skip
+        assert len(listed[0]["error"]) == run_history.MAX_FAILURE_CHARS and listed[0]["map_index"] == "0"
+        page = client.get("/runs").text
+        assert "GoldenDropped: hit@5 0.96 → 0.90" in page and 'href="http://airflow.local/log"' in page
+        assert "javascript:" not in page
+        for n in range(2 * run_history.MAX_TASK_FAILURES + 1):
+            record_task_failure(home, {"task_id": f"t{n}"})
+        assert len(path.read_text("utf-8").splitlines()) <= 2 * run_history.MAX_TASK_FAILURES
+        assert client.get("/api/runs").json()["task_failures"][0]["task_id"] == f"t{2 * run_history.MAX_TASK_FAILURES}"
+    finally:
+        path.unlink(missing_ok=True)
+
+
 def test_a_server_with_no_published_version_says_so_with_503(tmp_path: Path) -> None:
     with TestClient(create_app(ServeConfig(tmp_path / "empty"))) as c:
         health = c.get("/healthz")

@@ -22,9 +22,9 @@ import pyarrow.compute as pc
 
 from enrich.metadata import METADATA_FIELDS, meta_hashes, metadata_columns, metadata_dicts, metadata_table
 from schemas.errors import TransientError, ZanError
+from schemas.published import COLLECTION as COLLECTION
 from vectors.embed import Embedder
 
-COLLECTION = "zan_chunks"
 BATCH = 1000  # records per metadata-only update, delete and page read: updates of 20k records' two changed keys
 # took 3.5-5.2 s in calls of 1 000 against 5.4-5.9 s at Chroma's maximum (benchmarks/bench_scale.py, embedded)
 UPSERT_BATCH = 1_000  # records per upsert. Measured both ways (benchmarks/README.md, "The write ceiling"): a

@@ -280,11 +280,25 @@ class Run(_Model):
     error: str | None = None
 
 
+class TaskFailure(_Model):
+    """A scheduled task that failed for good (the DAGs' failure callback wrote it), newest first."""
+
+    when: str | None = None
+    dag_id: str | None = None
+    task_id: str | None = None
+    run_id: str | None = None
+    map_index: str | None = None
+    try_number: str | None = None
+    log_url: str | None = None
+    error: str | None = None
+
+
 class Runs(_Model):
     """`GET /api/runs`."""
 
     current_version: str | None
     runs: list[Run]
+    task_failures: list[TaskFailure] = Field(default_factory=list)
 
 
 class Health(_Model):
