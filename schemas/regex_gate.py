@@ -9,7 +9,7 @@ match fails on one character class. The matches are the same by construction (a 
 nothing, groups keep their numbers and names); when the start characters cannot be listed (an alternative
 that may start with any letter, or matches the empty string) it is left as it was.
 ``tests/test_lookup_grammar.py`` compares the grammar with and without gates on every row;
-``tests/test_notes.py`` the notes' relation phrases.
+``tests/test_lineage.py`` the notes' relation phrases.
 """
 
 from __future__ import annotations

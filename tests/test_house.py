@@ -249,3 +249,33 @@ def test_a_refusal_never_imports_chromadb(sample_run) -> None:  # type: ignore[n
     assert done.returncode == 0 and "status: not_found" in done.stdout
     imported = {line.split("|")[-1].strip().split(".")[0] for line in done.stderr.splitlines() if "|" in line}
     assert "chromadb" not in imported
+
+
+def test_docs_point_only_to_files_and_modules_that_exist() -> None:
+    """tests/README.md, the READMEs and every docstring name files and modules a newcomer can open: a path that
+    starts at one of the repository's folders exists, and a ``:mod:`` names a module of the house."""
+    import re
+
+    folders = {p.name for p in ROOT.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    path = re.compile(r"(?<![\w/.$-])((?:[\w.-]+/)+[\w.-]+\.(?:py|md|jsonl?|ya?ml|toml|html|css|txt|sh))\b")
+    module = re.compile(r":mod:`~?([\w.]+)`")
+    modules = {_module(p) for pkg in PACKAGES for p in (ROOT / pkg).rglob("*.py")}
+    readmes = (ROOT / "README.md", ROOT / "tests" / "README.md", ROOT / "benchmarks" / "README.md")
+    texts = {doc: doc.read_text("utf-8") for doc in readmes}
+    for source in [p for pkg in (*PACKAGES, "benchmarks") for p in (ROOT / pkg).rglob("*.py")]:
+        tree = ast.parse(source.read_text("utf-8"))
+        kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+        texts[source] = "\n".join(ast.get_docstring(n) or "" for n in ast.walk(tree) if isinstance(n, kinds))
+    broken = [
+        (str(doc.relative_to(ROOT)), found)
+        for doc, text in texts.items()
+        for found in path.findall(text)
+        if found.split("/")[0] in folders and not ((ROOT / found).exists() or (doc.parent / found).exists())
+    ]
+    broken += [
+        (str(doc.relative_to(ROOT)), name)
+        for doc, text in texts.items()
+        for name in module.findall(text)
+        if name.split(".")[0] in PACKAGES and name not in modules
+    ]
+    assert broken == []

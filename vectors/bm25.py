@@ -13,7 +13,7 @@ grew 2.2× from 14k to 146k chunks, ``benchmarks/README.md``). Here:
    and where its pairs start) and one a term, whatever the corpus size.
 
 Scores follow ``bm25s``'s default ("lucene": idf ``log(1 + (N - df + 0.5) / (df + 0.5))``, term part
-``tf / (k1 (1 - b + b dl / avgdl) + tf)``, k1 1.5, b 0.75), in its precisions; ``tests/test_bm25_build.py``
+``tf / (k1 (1 - b + b dl / avgdl) + tf)``, k1 1.5, b 0.75), in its precisions; ``tests/test_plain_words.py``
 checks the files against ``bm25s``'s own build, array for array.
 """
 
