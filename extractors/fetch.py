@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import RetryCallState
 
 from extractors.decoding import ACCEPTED, DecodingProblem, TruncatedBody, decoded
 from extractors.discover import max_file_bytes
 from schemas.errors import ZanError
 from schemas.files import atomic_write
+from schemas.http_retry import RetryPolicy, retry_after, transient_status
 from schemas.identifiers import ADILET_ID, canonical_adilet_id
 
 BASE_URL = "https://adilet.zan.kz"
@@ -103,7 +104,8 @@ class Fetcher:
         deadline: float = 300.0,
     ) -> None:
         self.landing, self.base_url = Path(landing), base_url.rstrip("/")
-        self.min_interval, self.attempts, self.backoff, self.max_wait = min_interval, attempts, backoff, max_wait
+        self.min_interval, self.attempts = min_interval, attempts
+        self.policy = RetryPolicy(attempts, backoff, max_wait)
         self.client = client or httpx.Client(
             timeout=timeout, follow_redirects=False, headers={"User-Agent": USER_AGENT}
         )
@@ -186,22 +188,14 @@ class Fetcher:
     # --- internals ---------------------------------------------------------------------------------------
 
     def _get_with_retries(self, url: str, headers: dict[str, str]) -> httpx.Response:
-        retrying = Retrying(
-            stop=stop_after_attempt(self.attempts),
-            wait=self._wait,
-            retry=retry_if_exception_type(TransientFetchError),
-            sleep=self.sleep,
-            reraise=True,
-        )
+        retrying = self.policy.retrying(TransientFetchError, self._wait, self.sleep)
         response: httpx.Response = retrying(self._get_once, url, headers)
         return response
 
     def _wait(self, state: RetryCallState) -> float:
+        """The policy's wait, unless it would run past the act's deadline (then the fetch of this act stops)."""
         error = state.outcome.exception() if state.outcome else None
-        if isinstance(error, TransientFetchError) and error.retry_after is not None:
-            wait = min(self.max_wait, error.retry_after)
-        else:
-            wait = float(min(self.max_wait, self.backoff * 2 ** (state.attempt_number - 1)))
+        wait = self.policy.wait(state.attempt_number, error)
         if time.monotonic() + wait > self._until:
             raise FetchTimedOut(f"the fetch of this act ran over its {self.deadline:g} s deadline") from error
         return wait
@@ -215,8 +209,8 @@ class Fetcher:
             url = self._same_site(url, response.headers.get("Location", ""))
         else:
             raise FetchError(f"{url}: more than {MAX_REDIRECTS} redirects")
-        if response.status_code == 429 or response.status_code >= 500:
-            raise TransientFetchError(f"{url}: HTTP {response.status_code}", _retry_after(response))
+        if transient_status(response.status_code):
+            raise TransientFetchError(f"{url}: HTTP {response.status_code}", retry_after(response))
         if response.status_code == 304:
             return response
         if response.status_code in (404, 410):
@@ -296,11 +290,6 @@ class _Counted:
         for block in self.blocks:
             self.count += len(block)
             yield block
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if value.replace(".", "", 1).isdigit() else None
 
 
 def _meta_path(view: Path) -> Path:

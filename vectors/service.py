@@ -38,7 +38,6 @@ import hashlib
 import json
 import logging
 import os
-import random
 import re
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -47,9 +46,10 @@ from typing import Any
 
 import httpx
 import numpy as np
-from tenacity import RetryCallState, Retrying, retry_if_exception_type, stop_after_attempt
+from tenacity import RetryCallState
 
 from schemas.errors import TransientError
+from schemas.http_retry import RetryPolicy, retry_after, transient_status
 from vectors.embed import EmbedderError, EmbedderSpec
 from vectors.models import E5_PREFIXES
 
@@ -85,7 +85,8 @@ class ServiceEmbedder:
         if self.mode not in ("prefix", "input_type", "none"):
             raise EmbedderError(f"mode={mode!r}: use prefix, input_type or none")
         self.batch, self.max_chars, self.concurrency = int(batch), int(max_chars), max(1, int(concurrency))
-        self.timeout, self.attempts, self.backoff = float(timeout), max(1, int(attempts)), float(backoff)
+        self.timeout, self.attempts = float(timeout), max(1, int(attempts))
+        self.policy = RetryPolicy(self.attempts, float(backoff), max_wait=60.0, jitter=True)
         self.key_env = key_env
         if encoding not in ("float", "base64"):
             raise EmbedderError(f"encoding={encoding!r}: use float or base64")
@@ -184,8 +185,7 @@ class ServiceEmbedder:
             body["dimensions"] = self.dimensions
         if self.encoding == "base64":
             body["encoding_format"] = "base64"
-        retrying = Retrying(stop=stop_after_attempt(self.attempts), wait=self._wait,
-                            retry=retry_if_exception_type(_Retryable), reraise=True)  # fmt: skip
+        retrying = self.policy.retrying(_Retryable, self._wait)
         try:
             return retrying(self._once, body, len(texts))
         except _TooLarge as exc:
@@ -203,14 +203,11 @@ class ServiceEmbedder:
             raise EmbeddingUnavailable(message) from exc
 
     def _wait(self, state: RetryCallState) -> float:
-        """Exponential backoff with jitter (half the step fixed, half drawn), or the service's Retry-After."""
+        """The policy's wait (:mod:`schemas.http_retry`: with jitter, or the service's Retry-After), logged."""
         error = state.outcome.exception() if state.outcome else None
         log.warning("embeddings service %s: %s; attempt %d of %d", self.url, error, state.attempt_number,
                     self.attempts)  # fmt: skip
-        if isinstance(error, _Retryable) and error.retry_after is not None:
-            return min(60.0, error.retry_after)
-        step = min(60.0, self.backoff * 2 ** (state.attempt_number - 1))
-        return float(step / 2 + random.uniform(0, step / 2))
+        return self.policy.wait(state.attempt_number, error)
 
     def _once(self, body: dict[str, Any], count: int) -> np.ndarray:
         headers = {"Content-Type": "application/json"}
@@ -221,8 +218,8 @@ class ServiceEmbedder:
             response = self._client.post(f"{self.url}/embeddings", content=json.dumps(body), headers=headers)
         except (httpx.TimeoutException, httpx.TransportError) as exc:
             raise _Retryable(f"{type(exc).__name__}") from exc
-        if response.status_code == 429 or response.status_code >= 500:
-            raise _Retryable(f"HTTP {response.status_code}", _retry_after(response))
+        if transient_status(response.status_code):
+            raise _Retryable(f"HTTP {response.status_code}", retry_after(response))
         if response.status_code == 413:
             raise _TooLarge(f"HTTP 413: {_printable(response.text)[:200]}")
         if response.status_code >= 400:
@@ -273,11 +270,6 @@ def _label(probes: np.ndarray) -> str:
 def _folder_name(embedder_id: str) -> str:
     """The vector store's folder for an id (as :class:`vectors.store.VectorStore` names it)."""
     return re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("Retry-After", "")
-    return float(value) if value.replace(".", "", 1).isdigit() else None
 
 
 def _printable(text: str) -> str:
