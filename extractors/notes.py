@@ -27,6 +27,7 @@ from typing import Literal
 from schemas.errors import ZanError
 from schemas.identifiers import (
     ARTICLE_LABEL,
+    POINT_LABEL,
     canonical_article_label,
     canonical_law_number,
     canonical_order_number,
@@ -57,7 +58,7 @@ class Relation:
 
 NOTE_START = re.compile(r"^\s*(?:Сноск[аи]|Ескерту)\b\.?\s*")
 _ART = ARTICLE_LABEL
-_POINT = r"\d{1,4}(?:-\d{1,3})?"  # a пункт's number (never «bis»)
+_POINT = POINT_LABEL
 _ARTS = rf"{_ART}(?:\s*(?:,|и)\s*{_ART})*"
 _ROMAN_OR_NUM = r"[\dIVXLCІ]+(?:-\d+)?"
 

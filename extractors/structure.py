@@ -28,6 +28,7 @@ from extractors.model import HeadingTally, Unit
 from schemas.identifiers import (
     ANY_DASH,
     ARTICLE_LABEL,
+    POINT_LABEL,
     article_order,
     canonical_article_label,
     fold_dashes,
@@ -97,7 +98,7 @@ _EDITORIAL_NOTE = re.compile(r"^(Сноска|Примечание|Ескерт�
 # A standard's numbered section heading: «4.1 General», «Section 2—Safety…», «(c) Permit system».
 STANDARD_SECTION = re.compile(r"^(?:Section\s+)?(\d+(?:\.\d+){0,3})\.?\s*(?:[-—–:]\s*)?(?P<title>[A-ZА-ЯЁ].{0,150})$")
 # A пункт: «12. …», «4-1. …» at the start of a paragraph (not «1)», which is a подпункт).
-_POINT = re.compile(r"^(\d{1,3}(?:-\d{1,2})?)\.\s+\S")
+_POINT = re.compile(rf"^({POINT_LABEL})\.\s+\S")
 _ANY_QUOTE = re.compile('[«»„“”"]')
 _QUOTE_PATIENCE = 1500  # lines a quotation may stay open before a stray quote mark is assumed
 

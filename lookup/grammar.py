@@ -48,6 +48,7 @@ from lookup.parts import (
 from schemas.designations import CFR_PARAGRAPH, FAMILIES, Designation, designation_from_match
 from schemas.identifiers import (
     ADILET_ID,
+    POINT_LABEL,
     canonical_adilet_id,
     canonical_article_label,
     canonical_law_number,
@@ -320,7 +321,7 @@ def _rows() -> tuple[Row, ...]:
         _row(
             "point_ru",
             "point",
-            r"\b(?:[Пп]\.|[Пп]ункт[а-я]{0,3})\s*(?P<pt>\d{1,3}(?:-\d{1,2})?)(?![\d.,]\d|-?\d|\))"
+            rf"\b(?:[Пп]\.|[Пп]ункт[а-я]{{0,3}})\s*(?P<pt>{POINT_LABEL})(?![\d.,]\d|-?\d|\))"
             r"(?:\s+(?P<part>Правил|Положени|Инструкци|Регламент|Перечн|Требовани)[а-яё]{0,3})?",
             _point,
             "п. 12",

@@ -55,6 +55,10 @@ _ROMAN = re.compile(r"^[IVXLC]+$")
 # «10-1», «10 bis» (Kazakh «156-бап» puts the same label before its word). Dashes are folded before any pattern
 # sees the text; :func:`canonical_article_label` gives its one form (``10bis``).
 ARTICLE_LABEL = r"\d{1,4}(?:\s*-\s*\d{1,3})?(?:\s*(?:bis|ter|quater)\b)?"
+# One пункт label (a point of an article or an annex), wherever zan reads one: a paragraph that opens «12. …»
+# or «4-1. …», a note's «Пункт 3 статьи 5», a question's «п. 12». Never four digits: a paragraph opening
+# «2019. …» is a year, not a пункт.
+POINT_LABEL = r"\d{1,3}(?:-\d{1,2})?"
 
 # An adilet id as the site writes it (after look-alike folding): a type letter, two year digits, then eight
 # characters or seven and a trailing ``_`` (V2300031934, V16UL003811, K070000212_). Always 11 characters.
