@@ -11,11 +11,10 @@ native stack Chroma listens on a loopback port of its own and the proxy on the p
 
 from __future__ import annotations
 
-import re
 import shutil
 from pathlib import Path
 
-from deploy.secrets import write_private
+from deploy.secrets import safe, write_private
 
 # What the proxy does, inside nginx's ``http`` block: the same text for both deployments (docker-compose
 # mounts it as deploy/chroma-proxy.conf.template, where the nginx image fills in ${ZAN_CHROMA_TOKEN}).
@@ -78,8 +77,8 @@ def nginx() -> str:
 
 def write_config(folder: Path, listen: str, upstream: str, token: str) -> Path:
     """The proxy's configuration under ``folder`` (mode 0600: it holds the token); returns its path."""
-    if not re.fullmatch(r"[A-Za-z0-9_=-]+", token):  # also what keeps it a literal inside the regex
-        raise ValueError("the Chroma token must be a non-empty string of URL-safe characters")
+    if not safe(token):  # also what keeps it a literal inside nginx's regex
+        raise ValueError("the Chroma token must be 16 to 512 URL-safe characters")
     folder.mkdir(parents=True, exist_ok=True)
     for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
         (folder / sub).mkdir(exist_ok=True)

@@ -108,9 +108,15 @@ def ensure(path: Path = ENV_FILE, rotate: bool = False) -> list[str]:
 _SAFE = re.compile(r"[A-Za-z0-9_=-]{16,512}")
 
 
+def safe(value: str) -> bool:
+    """The one rule for a secret: 16 to 512 URL-safe characters (it goes into connection URLs, config files and
+    nginx's regexes, where it must stay a literal)."""
+    return bool(_SAFE.fullmatch(value))
+
+
 def check(values: Mapping[str, str]) -> None:
-    """Every secret present is long enough and URL-safe (they go into connection URLs and config files)."""
-    bad = [name for name in SECRETS if values.get(name) and not _SAFE.fullmatch(values[name])]
+    """Every secret present is long enough and URL-safe (:func:`safe`)."""
+    bad = [name for name in SECRETS if values.get(name) and not safe(values[name])]
     if bad:
         raise ValueError(f"secrets must be 16 to 512 URL-safe characters: {', '.join(bad)}")
 
