@@ -12,11 +12,17 @@ so the run stops after ``index``). Without it, pass ``--chroma-url`` of a ``chro
     python benchmarks/probe_stages.py 130 --shaped --noop-index --split-lexical   # the BM25 build apart
     python benchmarks/probe_stages.py 40 --shaped --noop-index --split-enrich     # each step of enrich
     python benchmarks/probe_stages.py 20000 --kazlaw --noop-index --split-lexical  # a git scope of 20 000 acts
+    python benchmarks/probe_stages.py 20000 --kazlaw --noop-index --own-processes  # as a large zan run does
+
+``--own-processes`` runs the registry and enrich stages each in a spawned process, as ``zan run`` does from
+``runs.pipeline.OWN_PROCESS_FROM`` files: their lines then give the child's own peak and this process's RSS
+beside it (their sum is what the machine held).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shutil
 import sys
 import tempfile
@@ -48,6 +54,39 @@ class NoopCollection:
     def update(self, **_: Any) -> None: ...
 
 
+def apart(stage: Any) -> Any:
+    """``stage`` in a spawned process (``runs.child.in_own_process``), printing that process's own peak."""
+    from runs.child import in_own_process
+
+    def call(state: Any) -> Any:
+        seen: dict[int, int] = {}
+        done = threading.Event()
+
+        def watch() -> None:
+            while not done.is_set():
+                for task in Path("/proc/self/task").glob("*/children"):
+                    for pid in task.read_text().split():
+                        with contextlib.suppress(OSError, ValueError):
+                            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                                if line.startswith("VmHWM:"):
+                                    seen[int(pid)] = max(seen.get(int(pid), 0), int(line.split()[1]) // 1024)
+                done.wait(0.01)
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        try:
+            return in_own_process(stage, state, what=f"the {stage.__name__} stage")
+        finally:
+            done.set()
+            watcher.join()
+            print(
+                f"  its own process: peak {max(seen.values(), default=0)} MB; this one holds {status('VmRSS')} MB",
+                flush=True,
+            )
+
+    return call
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("chunks", type=int)
@@ -58,6 +97,7 @@ def main() -> None:
                         "(kazlaw_scope.py, 200 commits of history)")  # fmt: skip
     parser.add_argument("--split-lexical", action="store_true", help="the BM25 build's own peak, apart from enrich")
     parser.add_argument("--split-enrich", action="store_true", help="each step of the enrich stage's own peak")
+    parser.add_argument("--own-processes", action="store_true", help="registry and enrich in spawned processes")
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -132,8 +172,8 @@ def main() -> None:
                              holder="process")  # fmt: skip
         steps: list[tuple[str, Any]] = [
             ("extract", lambda s: [stages.extract_shard(s, n) for n in range(len(stages.RunState.load(s).shards))]),
-            ("registry", stages.registry),
-            ("enrich", stages.enrich),
+            ("registry", apart(stages.registry) if args.own_processes else stages.registry),
+            ("enrich", apart(stages.enrich) if args.own_processes else stages.enrich),
             ("index", lambda s: stages.index(s, embedder)),
         ]
         if not args.noop_index:

@@ -63,6 +63,28 @@ class Collection(Protocol):
 
     def delete(self, ids: list[str] | None = ...) -> None: ...
 
+    @property
+    def configuration_json(self) -> dict[str, Any] | None: ...
+
+    def modify(self, configuration: dict[str, Any]) -> None: ...
+
+
+class Client(Protocol):
+    """What zan calls on a Chroma client (``PersistentClient`` or ``HttpClient``), each collection returned as
+    a :class:`Collection` (no embedding function: zan embeds)."""
+
+    def get_collection(self, name: str, embedding_function: None = ...) -> Collection: ...
+
+    def get_or_create_collection(
+        self, name: str, metadata: dict[str, Any] | None = ..., embedding_function: None = ...
+    ) -> Collection: ...
+
+    def create_collection(
+        self, name: str, metadata: dict[str, Any] | None = ..., embedding_function: None = ...
+    ) -> Collection: ...
+
+    def delete_collection(self, name: str) -> None: ...
+
 
 class IndexUnavailable(TransientError):
     """The Chroma server (or the embedded index) cannot be reached now; a retry may succeed."""
@@ -76,7 +98,7 @@ class IndexRefused(ZanError):
 _REFUSED = ("401", "403", "unauthorized", "forbidden", "token is required")
 
 
-def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, token: str | None = None) -> Any:
+def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, token: str | None = None) -> Client:
     """An embedded ``PersistentClient`` under the data dir, or an ``HttpClient`` for a Chroma server. A server
     is reached with the bearer token ``token`` (default: ``ZAN_CHROMA_TOKEN``), which the proxy in front of
     it requires (:mod:`deploy.proxy`)."""
@@ -88,10 +110,10 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, 
         url = urlparse(chroma_url)
         token = token if token is not None else os.environ.get("ZAN_CHROMA_TOKEN") or None
         try:
-            return chromadb.HttpClient(
+            return cast(Client, chromadb.HttpClient(
                 host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https",
                 headers={"Authorization": f"Bearer {token}"} if token else None, settings=settings,
-            )  # fmt: skip
+            ))  # fmt: skip
         except ValueError as exc:  # chromadb's words for a server that does not answer its heartbeat
             if any(word in str(exc).lower() for word in _REFUSED):
                 said = "ZAN_CHROMA_TOKEN is not set" if not token else "the token in ZAN_CHROMA_TOKEN was refused"
@@ -99,7 +121,7 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, 
             raise IndexUnavailable(f"Chroma server {chroma_url} cannot be reached: {exc}") from exc
     if chroma_path is None:
         raise ValueError("either a Chroma path or a Chroma URL is needed")
-    return chromadb.PersistentClient(path=str(chroma_path), settings=settings)
+    return cast(Client, chromadb.PersistentClient(path=str(chroma_path), settings=settings))
 
 
 def index_state(collection: Collection) -> pa.Table:
@@ -123,9 +145,10 @@ class LazyClient:
     first use: a run with nothing to write never starts Chroma."""
 
     def __init__(self, home: Path, chroma_url: str | None) -> None:
-        self.home, self.url, self._client = home, chroma_url, None
+        self.home, self.url = home, chroma_url
+        self._client: Client | None = None
 
-    def get(self) -> Any:
+    def get(self) -> Client:
         if self._client is None:
             self._client = open_client(self.home / "chroma", self.url)
         return self._client
@@ -138,26 +161,26 @@ class LazyClient:
         return collection
 
 
-def find_collection(client: Any, name: str = COLLECTION) -> Collection | None:
+def find_collection(client: Client, name: str = COLLECTION) -> Collection | None:
     """The collection ``name``, or None when there is none. Only "does not exist" reads as None: a server
     that cannot be reached raises :class:`IndexUnavailable`, never passes for an empty index."""
     from chromadb.errors import NotFoundError
 
     try:
-        return cast(Collection, client.get_collection(name, embedding_function=None))
+        return client.get_collection(name, embedding_function=None)
     except NotFoundError:
         return None
     except (ConnectionError, OSError) as exc:
         raise IndexUnavailable(f"the Chroma index cannot be reached: {exc}") from exc
 
 
-def collection_embedder(client: Any, name: str = COLLECTION) -> str | None:
+def collection_embedder(client: Client, name: str = COLLECTION) -> str | None:
     """The embedder id a collection was built with, or None when there is no such collection (no writes)."""
     collection = find_collection(client, name)
     return None if collection is None else str((collection.metadata or {}).get("zan_embedder"))
 
 
-def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> Collection:
+def get_collection(client: Client, embedder: Embedder, name: str = COLLECTION) -> Collection:
     """The collection for ``embedder``; a collection built by another embedder is rebuilt, on purpose. One
     created before :data:`SEARCH_EF` was set searches that wide from now on (a setting, no data rewritten)."""
     metadata = {"hnsw:space": "cosine", "hnsw:search_ef": SEARCH_EF, "zan_embedder": embedder.id}
@@ -167,7 +190,7 @@ def get_collection(client: Any, embedder: Embedder, name: str = COLLECTION) -> C
         collection = client.create_collection(name, metadata=metadata, embedding_function=None)
     elif (collection.configuration_json or {}).get("hnsw", {}).get("ef_search", SEARCH_EF) < SEARCH_EF:
         collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
-    return cast(Collection, collection)
+    return collection
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,16 @@ from schemas.errors import TransientError
 from schemas.failpoints import failpoint
 from schemas.parquet import iter_parquet
 from vectors.embed import Embedder
-from vectors.index import BATCH, COLLECTION, Collection, find_collection, get_collection, open_client, upsert_table
+from vectors.index import (
+    BATCH,
+    COLLECTION,
+    Client,
+    Collection,
+    find_collection,
+    get_collection,
+    open_client,
+    upsert_table,
+)
 from vectors.store import VectorStore
 
 MIN_FREE_MB = 64  # always left free on HOME's file system (ZAN_MIN_FREE_MB)
@@ -90,7 +99,7 @@ def damaged_folder(folder: Path, name: str = COLLECTION) -> str | None:
     return damaged(client, name)
 
 
-def damaged(client: Any, name: str = COLLECTION) -> str | None:
+def damaged(client: Client, name: str = COLLECTION) -> str | None:
     """Why the embedded collection is damaged, or None when it can be read (or does not exist yet)."""
     try:
         collection = find_collection(client, name)
