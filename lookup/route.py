@@ -40,7 +40,7 @@ from lookup.version import Narrowing, Snapshot
 from schemas.limits import MAX_IDENTIFIERS, MAX_QUERY_CHARS
 from schemas.published import check_home, published_file
 from schemas.text import clean_text
-from vectors.embed import Embedder, identified
+from vectors.embed import Embedder
 from vectors.embedders import embedder_for
 from vectors.index import COLLECTION, Collection, find_collection, open_client
 from vectors.repair import damaged_folder, rebuilt_copy
@@ -135,7 +135,7 @@ class Lookup:
     def __init__(self, home: Path, embedder: Embedder, chroma_url: str | None = None,
                  max_candidates: int = MAX_CANDIDATES) -> None:  # fmt: skip
         self.home, self.embedder, self.chroma_url = home, embedder, chroma_url
-        self.embedder_id = identified(embedder, home)
+        self.embedder_id = embedder.bind(home)
         self.max_candidates = max_candidates
         self.store = VectorStore(home, self.embedder_id)
         self.ranking = Ranking.shipped(self.embedder_id)  # the plain-words ranking's weights, per question language

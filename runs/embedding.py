@@ -35,7 +35,7 @@ from runs.scope import Scope
 from runs.state import Progress, RunState, timed
 from schemas.files import atomic_writer
 from schemas.parquet import iter_parquet
-from vectors.embed import EmbedderSpec, identified
+from vectors.embed import EmbedderSpec
 from vectors.embedders import make_embedder
 from vectors.store import VectorStore
 
@@ -116,7 +116,7 @@ def embed_shard(state_path: Path | str, shard: int, threads: int | None = None,
         return 0
     embedder = make_embedder(with_threads(state.embedder_spec, threads))
     home = Path(state.home)
-    if identified(embedder, home) != state.embedder_id:
+    if embedder.bind(home) != state.embedder_id:
         raise RuntimeError(f"shard {shard} of run {state.run_id} was planned for {state.embedder_id}")
     store = VectorStore(home, state.embedder_id)
     total = pq.ParquetFile(path).metadata.num_rows

@@ -33,7 +33,7 @@ from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.failpoints import failpoint
 from schemas.parquet import iter_parquet
 from vectors.documents import CENTROIDS, build_centroids
-from vectors.embed import Embedder, identified
+from vectors.embed import Embedder
 from vectors.embedders import make_embedder
 from vectors.index import (
     Collection,
@@ -66,7 +66,7 @@ def index(
     state = RunState.load(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
-    if identified(embedder, home) != state.embedder_id:
+    if embedder.bind(home) != state.embedder_id:
         raise RunError(f"run {state.run_id} was planned for {state.embedder_id}, not {embedder.id}")
     previous = Published.load(home, state.previous) if state.previous else None
     path = state.tables_folder() / "enriched_chunks.parquet"

@@ -30,7 +30,7 @@ from runs.memory import lean_arrow_memory
 from runs.scope import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.state import Progress, Published, RunInfo, RunOptions, RunState
 from schemas.published import check_home
-from vectors.embed import Embedder, identified
+from vectors.embed import Embedder
 from vectors.embedders import embedder_for
 
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
@@ -73,7 +73,7 @@ def run(
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
-    embedder_id = identified(embedder, home, record=not options.dry_run)
+    embedder_id = embedder.bind(home, record=not options.dry_run)
     state = stages.begin(home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id,
                          holder="process")  # fmt: skip
     with _finishing(state):
@@ -113,7 +113,7 @@ def rollback(
     lean_arrow_memory()
     home = check_home(home, writable=True)
     embedder = embedder or embedder_for(home)
-    state = stages.begin_rollback(home, version, chroma_url, embedder.spec, identified(embedder, home))
+    state = stages.begin_rollback(home, version, chroma_url, embedder.spec, embedder.bind(home))
     with _finishing(state):
         stages.index(state, embedder, progress)
         _publish(state)

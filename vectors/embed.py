@@ -51,6 +51,12 @@ class Embedder(Protocol):
 
     def embed_queries(self, texts: list[str]) -> np.ndarray: ...
 
+    def bind(self, home: Path, record: bool = False) -> str:
+        """The embedder's id as ``home`` knows it: a model's id is its weights'; a service embedder finds its
+        generation among those recorded there (``record``: a run writes its probe vectors for later runs and
+        lookups to compare with)."""
+        ...
+
 
 class HashingEmbedder:
     """Hashed character n-grams (3–5 by default), signed, L2-normalised (DESIGN.md: offline default).
@@ -77,6 +83,9 @@ class HashingEmbedder:
 
     def embed_queries(self, texts: list[str]) -> np.ndarray:
         return self.embed_passages(texts)
+
+    def bind(self, home: Path, record: bool = False) -> str:
+        return self.id
 
     def _one(self, text: str) -> np.ndarray:
         padded = f" {' '.join(text.lower().split())} "
@@ -140,13 +149,6 @@ class EmbedderSpec:
     def __str__(self) -> str:
         head = {"hash": "hash", "e5": "e5", "st": f"st:{self.target}", "openai": f"openai:{self.target}"}[self.kind]
         return head + (f"?{urlencode(self.options)}" if self.options else "")
-
-
-def identified(embedder: Embedder, home: Path, record: bool = False) -> str:
-    """The embedder's id as ``home`` knows it: a service embedder finds its generation among those recorded
-    there (``record``: a run writes its probe vectors for later runs and lookups to compare with)."""
-    bind = getattr(embedder, "bind", None)
-    return str(bind(home, record)) if bind is not None else embedder.id
 
 
 def spec_of_version(manifest_spec: str | None, manifest_id: str) -> str:

@@ -68,6 +68,9 @@ class E5Embedder:
     def id(self) -> str:
         return f"e5-small-q4-{weights_digest([self._weights])}"
 
+    def bind(self, home: Path, record: bool = False) -> str:
+        return self.id
+
     def _engine(self) -> Any:
         with self._lock:
             if self._model is None:
@@ -121,6 +124,9 @@ class SentenceTransformerEmbedder:
         if not files:
             raise ModelMissing(f"model folder {self.path} holds no weight files ({', '.join(_WEIGHTS)})")
         return f"st:{self.path.name}-{weights_digest(files)}"
+
+    def bind(self, home: Path, record: bool = False) -> str:
+        return self.id
 
     @property
     def dim(self) -> int:
