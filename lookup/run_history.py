@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from schemas.changes import CLASSES
+from schemas.changes import CLASSES, RunStatus
 
 MAX_RUNS = 200
 TASK_FAILURES = "task_failures.jsonl"
@@ -152,7 +152,7 @@ class RunHistory:
         """The published versions in which ``doc_id`` was added, changed or removed, newest first."""
         out = []
         for run in self.runs():
-            if run.status != "published" or not run.version:
+            if run.status != RunStatus.PUBLISHED or not run.version:
                 continue
             for how, docs in run.documents_diff.items():
                 if doc_id in docs:

@@ -20,33 +20,11 @@ import pyarrow.parquet as pq
 
 from runs.versions import staging_dir, write_text_atomic
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
+from schemas.changes import RunStatus as RunStatus
 from schemas.parquet import read_parquet
 from schemas.published import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
-
-
-class RunStatus(StrEnum):
-    """How a run (or a rollback) ended: the one vocabulary of the text line, ``--json`` and the ``runs`` view."""
-
-    RUNNING = "running"
-    PUBLISHED = "published"  # a new version is current (a --force-reembed run of the same tables too)
-    UNCHANGED = "unchanged"  # nothing changed: no version was made, the current one stays
-    REPAIRED = "repaired"  # the index was brought back to the current version after an interrupted run
-    DRY_RUN = "dry_run"  # nothing was written
-    ROLLED_BACK = "rolled_back"  # an earlier version is current again
-    REFUSED = "refused"  # the shrink gate refused to publish
-    FAILED = "failed"
-
-    def describe(self, version: str | None) -> str:
-        """The words the text line opens with."""
-        return {
-            RunStatus.PUBLISHED: f"published {version}",
-            RunStatus.UNCHANGED: f"unchanged, {version} stays published",
-            RunStatus.REPAIRED: f"repaired the index of {version}",
-            RunStatus.DRY_RUN: "dry run, would change",
-            RunStatus.ROLLED_BACK: f"rolled back to {version}",
-        }.get(self, self.value)
 
 
 class Stage(StrEnum):

@@ -16,7 +16,7 @@ from fastapi.templating import Jinja2Templates
 from lookup.route import Lookup
 from lookup.run_history import RunSummary
 from lookup.version import Snapshot
-from schemas.changes import CLASSES
+from schemas.changes import CLASSES, RunStatus
 from schemas.charts import stacked_bars
 from schemas.limits import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from schemas.links import safe_link
@@ -120,7 +120,8 @@ def run_charts(runs: list[RunSummary]) -> list[str]:
     """Documents and chunks per published version, change classes per run, seconds per stage per run
     (oldest first, as a history reads)."""
     ordered = list(reversed(runs))
-    published = [r for r in ordered if r.status in ("published", "unchanged", "rolled_back") and r.version]
+    kept = (RunStatus.PUBLISHED, RunStatus.UNCHANGED, RunStatus.ROLLED_BACK)  # a run after which a version is current
+    published = [r for r in ordered if r.status in kept and r.version]
     labels = [r.version or "" for r in published]
     charts = [
         stacked_bars("Документы в версии", labels, {"documents": [r.documents for r in published]}),
