@@ -25,9 +25,9 @@ import pyarrow as pa
 from extractors.amendments import amendments
 from extractors.model import Document
 from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, note_target, parse_note, parse_note_counted
-from extractors.reference import code_by_title
 from schemas.arrow import LINEAGE_SCHEMA, conform
 from schemas.kinds import DOC_TYPES, as_doc_type
+from schemas.reference import code_by_title
 
 _CHANGES = ("amended", "new_edition", "added", "excluded")
 _TYPE_NAMES = {"law": "Закон", "code": "Кодекс", "decree": "Указ", "resolution": "Постановление", "order": "Приказ"}

@@ -20,10 +20,10 @@ from lxml.etree import _Element
 
 from extractors.html_lines import TooDeep, body_lines, parse_html, text_content
 from extractors.model import Document, ExtractError, Requisites
-from extractors.reference import code_by_adilet_id, code_by_title
-from extractors.requisites import doc_type_of, parse_requisites
+from extractors.requisites import code_requisites, doc_type_of, parse_requisites
 from extractors.structure import build, count_heading_like
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
+from schemas.reference import code_by_adilet_id, code_by_title
 from schemas.statuses import says_repealed, status_of, status_of_css
 
 _ADILET_URL = re.compile(r"/(rus|kaz|eng)/docs/([A-Za-zА-Яа-я0-9_]+)")
@@ -95,4 +95,4 @@ def _header(root: _Element, adilet_id: str, language: str) -> Requisites:
         requisites.status = status_of(label) or status_of_css(status_el.get("class") or "") or "unknown"
     requisites.source_url = f"https://adilet.zan.kz/{language}/docs/{adilet_id}"
     reference = code_by_adilet_id(adilet_id) or (code_by_title(title) if title else None)
-    return requisites.fill_from(reference.requisites(language)) if reference else requisites
+    return requisites.fill_from(code_requisites(reference, language)) if reference else requisites

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass
 
 from extractors.notes import RelationKind
-from extractors.requisites import parse_date
 from schemas.identifiers import ARTICLE_LABEL, canonical_article_label, fold_dashes, normalize_space
 from schemas.kinds import DocType
+from schemas.reference import parse_date
 
 _ART = ARTICLE_LABEL
 _ARTS = rf"(?P<arts>{_ART}(?:\s*(?:,|и)\s*{_ART})*)"

@@ -37,10 +37,11 @@ from typing import Any
 
 from extractors.markdown import _lines
 from extractors.model import Document, ExtractError, Requisites
-from extractors.requisites import parse_date, parse_requisites
+from extractors.requisites import parse_requisites
 from extractors.structure import build, count_heading_like
 from schemas.identifiers import normalize_space
 from schemas.kinds import DocType
+from schemas.reference import parse_date
 from schemas.statuses import INCOMPLETE_TEXT, says_repealed
 
 META = "meta.yaml"

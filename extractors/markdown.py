@@ -21,10 +21,11 @@ import re
 from pathlib import PurePath
 
 from extractors.model import Document, ExtractError, Requisites
-from extractors.reference import code_by_title
+from extractors.requisites import code_requisites
 from extractors.structure import Line, build, count_heading_like, is_editorial_note
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
 from schemas.kinds import DocType
+from schemas.reference import code_by_title
 from schemas.statuses import says_repealed
 
 _HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
@@ -63,7 +64,7 @@ def parse_markdown_act(text: str, source_file: str) -> Document:
 def _requisites(title: str, body: list[str], language: str, source_file: str) -> Requisites:
     reference = code_by_title(title)
     if reference is not None:
-        requisites = reference.requisites(language)
+        requisites = code_requisites(reference, language)
         requisites.language, requisites.doc_title = language, title
         return requisites
     requisites = Requisites(doc_title=title, jurisdiction="KZ", language=language)

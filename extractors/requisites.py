@@ -12,50 +12,13 @@ Examples it reads (real ones from adilet and zan.gov.kz):
 
 from __future__ import annotations
 
-import datetime as dt
 import re
 
 from extractors.model import Requisites
-from extractors.reference import find_issuer, find_local_issuer
 from schemas.identifiers import canonical_law_number, canonical_order_number, fold_dashes, normalize_space
 from schemas.kinds import DocType
+from schemas.reference import CodeRef, find_issuer, find_local_issuer, parse_date
 
-RU_MONTHS = {
-    "января": 1,
-    "февраля": 2,
-    "марта": 3,
-    "апреля": 4,
-    "мая": 5,
-    "июня": 6,
-    "июля": 7,
-    "августа": 8,
-    "сентября": 9,
-    "октября": 10,
-    "ноября": 11,
-    "декабря": 12,
-}
-# Kazakh month stems; requisites decline them («желтоқсандағы», «қарашадағы», «сәуірдегі»).
-KZ_MONTHS = {
-    "қаңтар": 1,
-    "ақпан": 2,
-    "наурыз": 3,
-    "сәуір": 4,
-    "мамыр": 5,
-    "маусым": 6,
-    "шілде": 7,
-    "тамыз": 8,
-    "қыркүйек": 9,
-    "қазан": 10,
-    "қараша": 11,
-    "желтоқсан": 12,
-}
-
-_RU_DATE = re.compile(r"(\d{1,2})\s+(" + "|".join(RU_MONTHS) + r")\s+(\d{4})\s*(?:года|г\.)?", re.I)
-_KZ_DATE = re.compile(r"(\d{4})\s+жыл[ғг]ы\s+(\d{1,2})\s+(" + "|".join(KZ_MONTHS) + r")\w*", re.I)
-_NUM_DATE = re.compile(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d])")
-# Kazakh editorial notes write year first, then day, then month: «ҚР 2015.23.11. № 414-V» is 23.11.2015.
-_KZ_NUM_DATE = re.compile(r"(?<![\d.])(\d{4})\.(\d{1,2})\.(\d{1,2})(?![\d])")
-_ISO_DATE = re.compile(r"(?<![\d.-])(\d{4})-(\d{2})-(\d{2})(?![\d])")
 # The act's own number: the first «№ …» before a registration clause; stops at «ЗРК», «бұйрығы», «.»
 _NUMBER = re.compile(r"(?:№|\bN)\s*([^\s.,;]+(?:\s?[-/]\s?[^\s.,;]+)*(?:\s+\d+/\d+)?)")
 _ORDER_NUMBER_KZ = re.compile(r"№\s*(ҚР\s+[А-ЯӘҒҚҢӨҰҮҺІA-Z]+\s*-\s*[\d/]+|[^\s.,;]+)")
@@ -102,33 +65,6 @@ _TYPE_BY_ADILET_PREFIX: dict[str, DocType] = {
     "U": "decree",
     "S": "ruling",
 }
-
-
-def parse_date(text: str) -> dt.date | None:
-    """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»,
-    the Kazakh notes' «2015.23.11.» (year, day, month) and ISO «2024-12-25»."""
-    candidates: list[tuple[int, dt.date | None]] = []
-    for m in _RU_DATE.finditer(text):
-        candidates.append((m.start(), _safe_date(int(m.group(3)), RU_MONTHS[m.group(2).lower()], int(m.group(1)))))
-    for m in _KZ_DATE.finditer(text):
-        month = next(v for k, v in KZ_MONTHS.items() if m.group(3).lower().startswith(k))
-        candidates.append((m.start(), _safe_date(int(m.group(1)), month, int(m.group(2)))))
-    for m in _NUM_DATE.finditer(text):
-        candidates.append((m.start(), _safe_date(int(m.group(3)), int(m.group(2)), int(m.group(1)))))
-    for m in _KZ_NUM_DATE.finditer(text):
-        year, first, second = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        candidates.append((m.start(), _safe_date(year, second, first) or _safe_date(year, first, second)))
-    for m in _ISO_DATE.finditer(text):
-        candidates.append((m.start(), _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))))
-    valid = sorted((pos, d) for pos, d in candidates if d is not None)  # type: ignore[misc]
-    return valid[0][1] if valid else None
-
-
-def _safe_date(year: int, month: int, day: int) -> dt.date | None:
-    try:
-        return dt.date(year, month, day)
-    except ValueError:
-        return None
 
 
 def doc_type_of(text: str, adilet_id: str | None = None) -> DocType | None:
@@ -202,3 +138,19 @@ def _issuer_phrase(own: str) -> str | None:
 
 def _is_kazakh(text: str) -> bool:
     return bool(re.search(r"[ӘәҒғҚқҢңӨөҰұҮүҺһІі]", text)) and "жылғы" in text
+
+
+def code_requisites(code: CodeRef, language: str) -> Requisites:
+    """The requisites a code's reference row vouches for, titled in ``language`` (rus, kaz, eng)."""
+    key = {"rus": "ru", "kaz": "kz", "eng": "en"}.get(language, "ru")
+    titles = [code.titles[k] for k in ("ru", "kz", "en")]
+    return Requisites(
+        doc_title=code.titles.get(key) or code.titles["ru"],
+        doc_type=code.doc_type,
+        adilet_id=code.adilet_id,
+        law_zrk=code.law_zrk,
+        date_approved=code.date_approved,
+        issuer="Парламент РК" if code.doc_type == "code" else None,
+        jurisdiction="KZ",
+        aliases=list(dict.fromkeys([*code.aliases, *titles])),
+    )

@@ -6,9 +6,9 @@ from __future__ import annotations
 import functools
 import re
 
-from extractors.reference import CodeRef, codes
 from lookup.gate import gate
 from schemas.identifiers import normalize_space
+from schemas.reference import CodeRef, codes
 
 
 def _stem(word: str) -> str:

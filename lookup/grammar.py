@@ -17,8 +17,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import replace
 
-from extractors.reference import find_local_issuer
-from extractors.requisites import parse_date
 from lookup.binding import bind
 from lookup.code_names import code_of, code_regex
 from lookup.identifier import Identifier, IdentifierKind, Row
@@ -60,6 +58,7 @@ from schemas.identifiers import (
     title_key,
 )
 from schemas.kinds import DocType
+from schemas.reference import find_local_issuer, parse_date
 
 # ---------------------------------------------------------------------------------------------------------
 # Builders: a match → an Identifier (or None when the match is not one after all).

@@ -7,12 +7,11 @@ from __future__ import annotations
 import functools
 import re
 
-from extractors.reference import issuers
-from extractors.requisites import KZ_MONTHS, RU_MONTHS
 from lookup.code_names import alias_regex
 from lookup.gate import gate
 from schemas.identifiers import ARTICLE_LABEL
 from schemas.kinds import DocType
+from schemas.reference import KZ_MONTHS, RU_MONTHS, issuers
 
 # Named parts. Boundaries are Unicode-aware: Python's \b and \w know Cyrillic and Kazakh letters.
 UP = "A-ZА-ЯЁӘҒҚҢӨҰҮҺІ"

@@ -13,10 +13,10 @@ import pytest
 from extractors.detect import detect, extract
 from extractors.ecfr import assign_levels, parse_ecfr_xml
 from extractors.model import ExtractError
-from extractors.reference import find_issuer, find_local_issuer, issuers, local_bodies
 from extractors.requisites import parse_requisites
 from extractors.structure import Line, build
 from extractors.zan_portal import parse_zan_record
+from schemas.reference import find_issuer, find_local_issuer, issuers, local_bodies
 from schemas.statuses import says_repealed, status_of
 from tests.conftest import ROOT, SAMPLE, corpus_file
 

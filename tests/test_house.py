@@ -233,8 +233,8 @@ def test_a_lookup_by_number_answers_while_the_chroma_server_is_down(sample_run) 
 
 
 def test_document_types_are_checked_where_they_enter() -> None:
-    from extractors.reference import codes
     from schemas.kinds import DOC_TYPES, as_doc_type
+    from schemas.reference import codes
 
     assert as_doc_type("order") == "order" and as_doc_type(None) is None
     with pytest.raises(ValueError, match="unknown document type 'ordr'"):

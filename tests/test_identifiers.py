@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from extractors.requisites import parse_date, parse_requisites
+from extractors.requisites import parse_requisites
+from schemas.reference import parse_date
 from schemas.designations import FAMILIES, find_designations
 from schemas.identifiers import (
     canonical_adilet_id,

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from extractors.model import Requisites
 from schemas.identifiers import canonical_adilet_id, normalize_space
 from schemas.kinds import DocType, as_doc_type
 
@@ -52,24 +51,9 @@ class CodeRef:
     titles: dict[str, str]
     aliases: tuple[str, ...]
 
-    def requisites(self, language: str) -> Requisites:
-        """Requisites this reference row vouches for, titled in ``language`` (rus, kaz, eng)."""
-        key = {"rus": "ru", "kaz": "kz", "eng": "en"}.get(language, "ru")
-        titles = [self.titles[k] for k in ("ru", "kz", "en")]
-        return Requisites(
-            doc_title=self.titles.get(key) or self.titles["ru"],
-            doc_type=self.doc_type,
-            adilet_id=self.adilet_id,
-            law_zrk=self.law_zrk,
-            date_approved=self.date_approved,
-            issuer="Парламент РК" if self.doc_type == "code" else None,
-            jurisdiction="KZ",
-            aliases=list(dict.fromkeys([*self.aliases, *titles])),
-        )
-
 
 def _load(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resources.files("extractors.refdata").joinpath(name).read_text("utf-8"))
+    data: dict[str, Any] = json.loads(resources.files("schemas.refdata").joinpath(name).read_text("utf-8"))
     return data
 
 
@@ -163,3 +147,70 @@ def code_by_title(title: str) -> CodeRef | None:
 def find_issuer(text: str) -> Issuer | None:
     """The first issuer whose pattern occurs in ``text`` (requisites or a title line)."""
     return next((i for i in issuers() if any(p.search(text) for p in i.patterns)), None)
+
+
+# --- dates as requisites and notes write them ------------------------------------------------------
+
+RU_MONTHS = {
+    "января": 1,
+    "февраля": 2,
+    "марта": 3,
+    "апреля": 4,
+    "мая": 5,
+    "июня": 6,
+    "июля": 7,
+    "августа": 8,
+    "сентября": 9,
+    "октября": 10,
+    "ноября": 11,
+    "декабря": 12,
+}
+# Kazakh month stems; requisites decline them («желтоқсандағы», «қарашадағы», «сәуірдегі»).
+KZ_MONTHS = {
+    "қаңтар": 1,
+    "ақпан": 2,
+    "наурыз": 3,
+    "сәуір": 4,
+    "мамыр": 5,
+    "маусым": 6,
+    "шілде": 7,
+    "тамыз": 8,
+    "қыркүйек": 9,
+    "қазан": 10,
+    "қараша": 11,
+    "желтоқсан": 12,
+}
+
+_RU_DATE = re.compile(r"(\d{1,2})\s+(" + "|".join(RU_MONTHS) + r")\s+(\d{4})\s*(?:года|г\.)?", re.I)
+_KZ_DATE = re.compile(r"(\d{4})\s+жыл[ғг]ы\s+(\d{1,2})\s+(" + "|".join(KZ_MONTHS) + r")\w*", re.I)
+_NUM_DATE = re.compile(r"(?<![\d.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d])")
+# Kazakh editorial notes write year first, then day, then month: «ҚР 2015.23.11. № 414-V» is 23.11.2015.
+_KZ_NUM_DATE = re.compile(r"(?<![\d.])(\d{4})\.(\d{1,2})\.(\d{1,2})(?![\d])")
+_ISO_DATE = re.compile(r"(?<![\d.-])(\d{4})-(\d{2})-(\d{2})(?![\d])")
+
+
+def parse_date(text: str) -> dt.date | None:
+    """The first date in ``text``: «25 декабря 2024 года», «2024 жылғы 25 желтоқсандағы», «25.12.2024»,
+    the Kazakh notes' «2015.23.11.» (year, day, month) and ISO «2024-12-25»."""
+    candidates: list[tuple[int, dt.date | None]] = []
+    for m in _RU_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(3)), RU_MONTHS[m.group(2).lower()], int(m.group(1)))))
+    for m in _KZ_DATE.finditer(text):
+        month = next(v for k, v in KZ_MONTHS.items() if m.group(3).lower().startswith(k))
+        candidates.append((m.start(), _safe_date(int(m.group(1)), month, int(m.group(2)))))
+    for m in _NUM_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(3)), int(m.group(2)), int(m.group(1)))))
+    for m in _KZ_NUM_DATE.finditer(text):
+        year, first, second = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        candidates.append((m.start(), _safe_date(year, second, first) or _safe_date(year, first, second)))
+    for m in _ISO_DATE.finditer(text):
+        candidates.append((m.start(), _safe_date(int(m.group(1)), int(m.group(2)), int(m.group(3)))))
+    valid = sorted((pos, d) for pos, d in candidates if d is not None)  # type: ignore[misc]
+    return valid[0][1] if valid else None
+
+
+def _safe_date(year: int, month: int, day: int) -> dt.date | None:
+    try:
+        return dt.date(year, month, day)
+    except ValueError:
+        return None
