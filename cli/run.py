@@ -71,8 +71,9 @@ def run_command(
         keep_versions=keep,
     )
     with failing("run"), progress() as bar:
-        info = run(list(source or []), home, chroma_url, embedder_for(home, embedder), reporter_for(bar), options,
-                   workers)  # fmt: skip
+        info = run(
+            list(source or []), home, chroma_url, embedder_for(home, embedder), reporter_for(bar), options, workers
+        )
     if as_json:
         print_json(info.as_dict())
         return

@@ -68,10 +68,16 @@ def serve_command(
     if log_format not in ("json", "text"):
         raise typer.BadParameter(f"{log_format[:20]!r}: use json or text", param_hint="--log-format")
     with failing("serve"):
-        limits = ServeLimits(max_header_bytes=max_header_bytes, header_timeout=header_timeout, keep_alive=keep_alive,
-                             max_connections=max_connections, max_in_flight=max_in_flight)  # fmt: skip
-        config = ServeConfig(home, chroma_url, embedder, token, workers, limits=limits, host=host,
-                             cors_origins=tuple(cors_origin or ()))  # fmt: skip
+        limits = ServeLimits(
+            max_header_bytes=max_header_bytes,
+            header_timeout=header_timeout,
+            keep_alive=keep_alive,
+            max_connections=max_connections,
+            max_in_flight=max_in_flight,
+        )
+        config = ServeConfig(
+            home, chroma_url, embedder, token, workers, limits=limits, host=host, cors_origins=tuple(cors_origin or ())
+        )
         serve(config, host, port, "json" if log_format == "json" else "text")
 
 

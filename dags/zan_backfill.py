@@ -22,17 +22,36 @@ Documents outside the scope are never touched. Same library path as `zan run --o
 """
 
 PARAMS = {
-    "doc_ids": Param([], type="array", items={"type": "string", "pattern": "^[a-z0-9._-]+$"},
-                     title="doc_ids", description="zan doc_ids to rebuild, e.g. v2400035612"),
-    "sources": Param([], type="array", items={"type": "string", "minLength": 1},
-                     title="sources", description="Source folders to read (absolute paths on the workers)"),
-    "since": Param(None, type=["null", "string"], format="date", title="since",
-                   description="Only source files modified on or after this date (YYYY-MM-DD)"),
+    "doc_ids": Param(
+        [],
+        type="array",
+        items={"type": "string", "pattern": "^[a-z0-9._-]+$"},
+        title="doc_ids",
+        description="zan doc_ids to rebuild, e.g. v2400035612",
+    ),
+    "sources": Param(
+        [],
+        type="array",
+        items={"type": "string", "minLength": 1},
+        title="sources",
+        description="Source folders to read (absolute paths on the workers)",
+    ),
+    "since": Param(
+        None,
+        type=["null", "string"],
+        format="date",
+        title="since",
+        description="Only source files modified on or after this date (YYYY-MM-DD)",
+    ),
     "force_reembed": Param(False, type="boolean", title="force_reembed", description="Embed the scope again"),
     "dry_run": Param(False, type="boolean", title="dry_run", description="Print what would change; write nothing"),
-    "allow_shrink": Param(False, type="boolean", title="allow_shrink",
-                          description="Publish even if more than 10% of documents or chunks would go"),
-}  # fmt: skip
+    "allow_shrink": Param(
+        False,
+        type="boolean",
+        title="allow_shrink",
+        description="Publish even if more than 10% of documents or chunks would go",
+    ),
+}
 
 
 @dag(

@@ -236,8 +236,14 @@ def plan(fetched: dict[str, Any] | None = None, updated: list[dict[str, Any]] | 
     roots = sources([p for p in setting("ZAN_SOURCE_ROOTS").split(os.pathsep) if p])
     chosen = terminal(confined_sources, scoped, roots) if scoped else [] if options.only or options.since else sources()
     state = terminal(
-        stages.begin, home(), chosen, options, chroma_url(), embedder_spec(), int(setting("ZAN_SHARDS", "4")),
-    )  # fmt: skip
+        stages.begin,
+        home(),
+        chosen,
+        options,
+        chroma_url(),
+        embedder_spec(),
+        int(setting("ZAN_SHARDS", "4")),
+    )
     return [f"{state}#{n}" for n in range(len(stages.RunState.load(state).shards))]
 
 
@@ -375,5 +381,11 @@ def wire(fetched: Any = None, updated: Any = None) -> None:
     merged: Any = registry(shards)
     state: Any = enrich(merged)
     embedded: Any = embed.expand(shard_ref=plan_embed(state))
-    chain(embedded, index(state), validate(state), publish(state), report(state),
-          finish(planned).as_teardown(setups=planned))  # fmt: skip
+    chain(
+        embedded,
+        index(state),
+        validate(state),
+        publish(state),
+        report(state),
+        finish(planned).as_teardown(setups=planned),
+    )

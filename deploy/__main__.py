@@ -19,13 +19,19 @@ from deploy.stack import Stack, StackError
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m deploy", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser = argparse.ArgumentParser(
+        prog="python -m deploy", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("action", choices=["secrets", "up", "down", "status"])
     parser.add_argument("--folder", type=Path, help="the native stack's data and logs (up, down, status)")
     parser.add_argument("--workers", type=int, default=2, help="Celery workers (default 2)")
-    parser.add_argument("--var", action="append", default=[], metavar="NAME=VALUE",
-                        help="a variable docker-compose.yml interpolates (as in .env), e.g. ZAN_SHARDS=8")  # fmt: skip
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable docker-compose.yml interpolates (as in .env), e.g. ZAN_SHARDS=8",
+    )
     parser.add_argument("--env-file", type=Path, default=ENV_FILE, help=f"secrets: the file (default {ENV_FILE})")
     parser.add_argument("--rotate", action="store_true", help="secrets: replace every secret with a new value")
     args = parser.parse_args(argv)

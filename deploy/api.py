@@ -25,8 +25,12 @@ def polled(fetch: Callable[[], T], ok: Callable[[T], bool], timeout: float, ever
         assert state.outcome is not None
         return cast(T, state.outcome.result())
 
-    asking = Retrying(stop=stop_after_delay(timeout), wait=wait_fixed(every),
-                      retry=retry_if_result(lambda value: not ok(value)), retry_error_callback=last)  # fmt: skip
+    asking = Retrying(
+        stop=stop_after_delay(timeout),
+        wait=wait_fixed(every),
+        retry=retry_if_result(lambda value: not ok(value)),
+        retry_error_callback=last,
+    )
     value = asking(fetch)
     return value, ok(value)
 
@@ -41,8 +45,11 @@ class Api:
         self.url = url.rstrip("/")
         token = httpx.post(f"{self.url}/auth/token", json={"username": username, "password": password}, timeout=30)
         token.raise_for_status()
-        self.client = httpx.Client(base_url=f"{self.url}/api/v2", timeout=30,
-                                   headers={"Authorization": f"Bearer {token.json()['access_token']}"})  # fmt: skip
+        self.client = httpx.Client(
+            base_url=f"{self.url}/api/v2",
+            timeout=30,
+            headers={"Authorization": f"Bearer {token.json()['access_token']}"},
+        )
 
     def get(self, path: str, **params: Any) -> Any:
         response = self.client.get(path, params=params)
@@ -69,8 +76,9 @@ class Api:
         return list(self.get(f"/dags/{dag_id}/dagRuns", limit=100)["dag_runs"])
 
     def wait_run(self, dag_id: str, run_id: str, timeout: float = 600) -> dict[str, Any]:
-        run, finished = polled(lambda: self.get(f"/dags/{dag_id}/dagRuns/{run_id}"),
-                               lambda r: r["state"] in FINISHED, timeout, 2)  # fmt: skip
+        run, finished = polled(
+            lambda: self.get(f"/dags/{dag_id}/dagRuns/{run_id}"), lambda r: r["state"] in FINISHED, timeout, 2
+        )
         if not finished:
             raise TimeoutError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s")
         return dict(run)

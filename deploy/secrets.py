@@ -96,8 +96,11 @@ def ensure(path: Path = ENV_FILE, rotate: bool = False) -> list[str]:
     made = {name: make() for name, make in SECRETS.items() if not held.get(name)}
     if not made:
         return []
-    kept = [line for line in (path.read_text("utf-8").splitlines() if path.exists() else [])
-            if line.partition("=")[0].strip() not in made]  # fmt: skip
+    kept = [
+        line
+        for line in (path.read_text("utf-8").splitlines() if path.exists() else [])
+        if line.partition("=")[0].strip() not in made
+    ]
     body = [*kept, *(f"{name}={value}" for name, value in made.items())]
     head = "# zan deployment secrets: made by `python -m deploy secrets`; never commit this file\n"
     lines = "\n".join(line for line in body if not line.startswith("# zan deployment secrets")) + "\n"

@@ -50,8 +50,13 @@ class Ports:
     serve: int = 0  # zan serve (0: a stack started before it had one)
 
     def of(self, host: str) -> int:
-        return {"postgres": self.postgres, "redis": self.redis, "chroma-proxy": self.chroma,
-                "chroma": self.chroma_internal, "airflow-apiserver": self.api}[host]  # fmt: skip
+        return {
+            "postgres": self.postgres,
+            "redis": self.redis,
+            "chroma-proxy": self.chroma,
+            "chroma": self.chroma_internal,
+            "airflow-apiserver": self.api,
+        }[host]
 
 
 def compose_environment(compose: Path = COMPOSE) -> dict[str, str]:

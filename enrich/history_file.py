@@ -92,8 +92,9 @@ class HistoryFile:
                 columns = [found.column(c).to_pylist() for c in _META[1:]]
                 for n, at in enumerate(hits.tolist()):
                     language, unit, version, commit, committed, event, digest = (column[n] for column in columns)
-                    parts[(language, unit)].append(HistoryRow(language, unit, version, commit, committed, event, digest,
-                                                        group, at))  # fmt: skip
+                    parts[(language, unit)].append(
+                        HistoryRow(language, unit, version, commit, committed, event, digest, group, at)
+                    )
             for versions in parts.values():
                 versions.sort(key=lambda r: (r.version_date, r.committed, r.group, r.at))
             self._acts[doc_id] = parts
@@ -110,7 +111,8 @@ class HistoryFile:
         for group, ats in by_group.items():
             with self._lock:
                 table = self.file.read_row_group(group, columns=["heading", "text"]).take(pa.array(ats))
-            for at, heading, text in zip(ats, table.column("heading").to_pylist(), table.column("text").to_pylist(),
-                                         strict=True):  # fmt: skip
+            for at, heading, text in zip(
+                ats, table.column("heading").to_pylist(), table.column("text").to_pylist(), strict=True
+            ):
                 out[(group, at)] = (heading, text)
         return out

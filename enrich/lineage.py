@@ -82,7 +82,7 @@ def amends_of(documents: Iterable[Document]) -> list[dict[str, Any]]:
             "act_date": a.act_date,
             "act_title": a.act_title,
             "article": a.article,
-        }  # fmt: skip
+        }
         for a in amendments(text)
     ][:2000]
 
@@ -98,8 +98,10 @@ class Overflow:
 
     @property
     def reason(self) -> str:
-        return (f"an editorial note of {self.chunk_id} states {self.stated} relations; the first {MAX_RELATIONS} "
-                "were kept in the lineage")  # fmt: skip
+        return (
+            f"an editorial note of {self.chunk_id} states {self.stated} relations; the first {MAX_RELATIONS} "
+            "were kept in the lineage"
+        )
 
 
 @dataclass
@@ -161,10 +163,27 @@ def _amending_rows(registry: pa.Table) -> list[dict[str, Any]]:
     for by_doc, by_type, by_date, law, number, amends, files in _columns(registry, *columns):
         for a in amends or []:
             kind = as_doc_type(by_type) if by_type in DOC_TYPES else None  # "unknown" is no type
-            by = Relation(a["relation"], "article", f"Статья {a['article']}", a["article"], kind,
-                          by_date, law or number, None, None)  # fmt: skip
-            row = _row(affected(a), "rus", None, None, f"{a['act']}: {a['relation']} ст. {a['article']}",
-                       (files or [None])[0], by, by_doc)  # fmt: skip
+            by = Relation(
+                a["relation"],
+                "article",
+                f"Статья {a['article']}",
+                a["article"],
+                kind,
+                by_date,
+                law or number,
+                None,
+                None,
+            )
+            row = _row(
+                affected(a),
+                "rus",
+                None,
+                None,
+                f"{a['act']}: {a['relation']} ст. {a['article']}",
+                (files or [None])[0],
+                by,
+                by_doc,
+            )
             rows.append(row | {"source": "amending_text", "affected": a["act"]})
     return rows
 

@@ -157,8 +157,10 @@ def _fetch(con: duckdb.DuckDBPyConnection, query: str, deadline: _Deadline) -> t
         deadline.check()
         size += batch.nbytes
         if size > max_bytes:
-            raise QueryError(f"the result is over {max_bytes:,} bytes: select fewer or shorter columns, or add a "
-                             f"LIMIT (ZAN_SQL_MAX_BYTES)")  # fmt: skip
+            raise QueryError(
+                f"the result is over {max_bytes:,} bytes: select fewer or shorter columns, or add a "
+                f"LIMIT (ZAN_SQL_MAX_BYTES)"
+            )
         rows += zip(*(column.to_pylist() for column in batch.columns), strict=True)
         if len(rows) > max_rows:
             raise QueryError(f"more than {max_rows} rows: add a LIMIT or an aggregate (ZAN_SQL_MAX_ROWS)")

@@ -48,8 +48,14 @@ _OPERATIONS: tuple[tuple[RelationKind, re.Pattern[str]], ...] = tuple(
 
 
 _QUOTED = re.compile(r"«[^«»]*»|\"[^\"\n]{0,5000}\"|“[^”]*”", re.S)
-_TYPES: dict[str, DocType] = {"закон": "law", "конституционный закон": "law", "кодекс": "code", "указ": "decree",
-                              "постановление": "resolution", "приказ": "order"}  # fmt: skip
+_TYPES: dict[str, DocType] = {
+    "закон": "law",
+    "конституционный закон": "law",
+    "кодекс": "code",
+    "указ": "decree",
+    "постановление": "resolution",
+    "приказ": "order",
+}
 
 
 @dataclass(frozen=True)

@@ -173,15 +173,32 @@ class Fetcher:
         response = self._get_with_retries(url, headers)
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         if response.status_code == 304 and meta:
-            landed = Landed(url, str(view), meta["sha256"], 304, meta.get("etag"), meta.get("last_modified"), now,
-                            meta.get("bytes", 0), changed=False)  # fmt: skip
+            landed = Landed(
+                url,
+                str(view),
+                meta["sha256"],
+                304,
+                meta.get("etag"),
+                meta.get("last_modified"),
+                now,
+                meta.get("bytes", 0),
+                changed=False,
+            )
         else:
             body = response.content
             digest = hashlib.sha256(body).hexdigest()
             self._store(digest, body, view)
-            landed = Landed(url, str(view), digest, response.status_code, response.headers.get("ETag"),
-                            response.headers.get("Last-Modified"), now, len(body),
-                            changed=not meta or meta.get("sha256") != digest)  # fmt: skip
+            landed = Landed(
+                url,
+                str(view),
+                digest,
+                response.status_code,
+                response.headers.get("ETag"),
+                response.headers.get("Last-Modified"),
+                now,
+                len(body),
+                changed=not meta or meta.get("sha256") != digest,
+            )
         _write_meta(view, landed)
         return landed
 
@@ -242,8 +259,11 @@ class Fetcher:
                         raise FetchTimedOut(f"{url}: the fetch of this act ran over its {self.deadline:g} s deadline")
                 if response.is_success and declared.isdigit() and int(declared) != raw.count:
                     raise TransientFetchError(f"{url}: truncated body ({raw.count} of {declared} bytes)")
-                kept = [(k, v) for k, v in response.headers.multi_items()
-                        if k.lower() not in ("content-encoding", "content-length")]  # fmt: skip
+                kept = [
+                    (k, v)
+                    for k, v in response.headers.multi_items()
+                    if k.lower() not in ("content-encoding", "content-length")
+                ]
                 return httpx.Response(response.status_code, headers=kept, content=bytes(body), request=response.request)
         except TruncatedBody as exc:
             raise TransientFetchError(f"{url}: {exc}") from exc

@@ -30,9 +30,33 @@ from schemas.identifiers import normalize_space
 
 _HEADINGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _BLOCKS = frozenset(
-    {"p", "div", "li", "ul", "ol", "blockquote", "center", "pre", "dl", "dt", "dd", "section", "article",
-     "form", "address", "header", "footer", "nav", "aside", "main", "figure", "figcaption", "hr", "tr"}
-)  # fmt: skip
+    {
+        "p",
+        "div",
+        "li",
+        "ul",
+        "ol",
+        "blockquote",
+        "center",
+        "pre",
+        "dl",
+        "dt",
+        "dd",
+        "section",
+        "article",
+        "form",
+        "address",
+        "header",
+        "footer",
+        "nav",
+        "aside",
+        "main",
+        "figure",
+        "figcaption",
+        "hr",
+        "tr",
+    }
+)
 _SKIP = frozenset({"script", "style", "template", "noscript", "iframe", "button", "svg", "select", "textarea", "head"})
 _BOLD = frozenset({"b", "strong"})
 

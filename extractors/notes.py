@@ -76,7 +76,7 @@ def _t(name: str, kind: TargetKind, regex: str, *examples: str) -> _Target:
 
 
 # Order matters: the more specific first («Заголовок статьи 17» before «Статья 17»).
-TARGETS: tuple[_Target, ...] = (  # fmt: skip
+TARGETS: tuple[_Target, ...] = (
     _t(
         "heading_ru",
         "heading",

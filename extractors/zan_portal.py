@@ -162,5 +162,13 @@ def _lines(text: str, title: str) -> list[Line]:
     lines = [normalize_space(line) for line in text.splitlines()]
     if lines and lines[0] == title:  # the text repeats the title as its first line
         lines = lines[1:]
-    return [Line(line, heading=len(line) < 200 and bool(_HEADING_HINT.match(line)), note=is_editorial_note(line),
-                 normalized=True) for line in lines if line]  # fmt: skip
+    return [
+        Line(
+            line,
+            heading=len(line) < 200 and bool(_HEADING_HINT.match(line)),
+            note=is_editorial_note(line),
+            normalized=True,
+        )
+        for line in lines
+        if line
+    ]

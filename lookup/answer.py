@@ -20,8 +20,7 @@ if TYPE_CHECKING:
 
 
 def identifier_of(ident: ParsedIdentifier) -> Identifier:
-    return Identifier(kind=ident.kind, raw=ident.raw, canonical=ident.canonical, span=ident.span,
-                      binding=ident.binding)  # fmt: skip
+    return Identifier(kind=ident.kind, raw=ident.raw, canonical=ident.canonical, span=ident.span, binding=ident.binding)
 
 
 def match_of(match: Resolved, docs: Mapping[str, DocInfo]) -> Match:

@@ -204,9 +204,11 @@ def _chosen(
     texts = chunks.texts(chosen)
     out = []
     for n, row, text in zip(best, chosen.to_pylist(), texts, strict=True):
-        scores = {"vector": float(cosine[n]) if cosine is not None else None,
-                  "lexical": float(bm25[n]) if bm25 is not None else None,
-                  "fused": float(fused[n]) if bm25 is not None and cosine is not None else None}  # fmt: skip
+        scores = {
+            "vector": float(cosine[n]) if cosine is not None else None,
+            "lexical": float(bm25[n]) if bm25 is not None else None,
+            "fused": float(fused[n]) if bm25 is not None and cosine is not None else None,
+        }
         out.append(row_chunk(row, text, float(fused[n]), "identifier", **scores))
     return out
 
@@ -295,8 +297,11 @@ def vector_search(
 def _published_only(got: dict[str, Any], published: Mapping[str, str] | None) -> dict[str, Any]:
     if published is None:
         return got
-    keep = [n for n, (i, m) in enumerate(zip(got["ids"], got["metadatas"], strict=True))
-            if published.get(i) == (m or {}).get("text_hash")]  # fmt: skip
+    keep = [
+        n
+        for n, (i, m) in enumerate(zip(got["ids"], got["metadatas"], strict=True))
+        if published.get(i) == (m or {}).get("text_hash")
+    ]
     if len(keep) == len(got["ids"]):
         return got
     return {key: [got[key][n] for n in keep] for key in ("ids", "embeddings", "documents", "metadatas")}

@@ -153,8 +153,11 @@ class Tally:
 def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[str, Any]:
     """Per category and overall, for ``lookup`` (the route: fused for plain words), ``vector`` (plain vector
     search, the "before") and ``lexical`` (BM25 alone); plain-words rows also per language and per style."""
-    tallies: dict[str, dict[str, Tally]] = {"lookup": defaultdict(Tally), "vector": defaultdict(Tally),
-                                            "lexical": defaultdict(Tally)}  # fmt: skip
+    tallies: dict[str, dict[str, Tally]] = {
+        "lookup": defaultdict(Tally),
+        "vector": defaultdict(Tally),
+        "lexical": defaultdict(Tally),
+    }
     failures: list[dict[str, Any]] = []
     wrong: list[str] = []
     lineage = {"n": 0, "passed": 0}
@@ -182,8 +185,10 @@ def evaluate(lookup: Lookup, rows: list[GoldenRow], k_per_doc: int = 5) -> dict[
             continue
         rank, plain_rank = rank_of_first_hit(row, routed.chunks), rank_of_first_hit(row, plain)
         lexical_rank = rank_of_first_hit(row, lookup.lexical_search(row.query, k=max(CUTOFFS)))
-        groups = [*categories, *(f"{key}={value}" for key, value in (("language", row.language),
-                  ("style", row.style)) if value)]  # fmt: skip
+        groups = [
+            *categories,
+            *(f"{key}={value}" for key, value in (("language", row.language), ("style", row.style)) if value),
+        ]
         for category in groups:
             tallies["lookup"][category].add_ranked(rank)
             tallies["vector"][category].add_ranked(plain_rank)
@@ -220,8 +225,10 @@ def format_report(report: dict[str, Any]) -> str:
         lines.append(row + f"  {_cell(got['refused']):>7}")
     lines.append(f"wrong-document answers: {report.get('wrong_document', 0)}")
     if report.get("lineage", {}).get("n"):
-        lines.append(f"lineage checks (edition, repeal, what an act changed): {report['lineage']['passed']}/"
-                     f"{report['lineage']['n']}")  # fmt: skip
+        lines.append(
+            f"lineage checks (edition, repeal, what an act changed): {report['lineage']['passed']}/"
+            f"{report['lineage']['n']}"
+        )
     if report["failures"]:
         lines.append(f"lookup misses: {len(report['failures'])}")
         lines += [f"  {f['id']} {f['query']!r}: status {f['status']}, rank {f['rank']}" for f in report["failures"]]
@@ -239,8 +246,13 @@ def headline(report: dict[str, Any]) -> dict[str, Any]:
     """What a scheduled check compares from one evaluation to the next: the route's hit@5 and refusals over
     all rows, the wrong-document answers and the lineage checks passed."""
     overall = report["lookup"].get("ALL", {})
-    return {"rows": report["rows"], "hit@5": overall.get("hit@5"), "refused": overall.get("refused"),
-            "wrong_document": report["wrong_document"], "lineage_passed": report["lineage"]["passed"]}  # fmt: skip
+    return {
+        "rows": report["rows"],
+        "hit@5": overall.get("hit@5"),
+        "refused": overall.get("refused"),
+        "wrong_document": report["wrong_document"],
+        "lineage_passed": report["lineage"]["passed"],
+    }
 
 
 def dropped(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
@@ -251,8 +263,11 @@ def dropped(before: dict[str, Any], now: dict[str, Any]) -> list[str]:
         return []
     shares = [k for k in ("hit@5", "refused") if before.get(k) is not None and now.get(k) is not None]
     out = [f"{k} {before[k]:.3f} -> {now[k]:.3f}" for k in shares if now[k] < before[k] - TOLERANCE]
-    out += [f"{key} {before[key]} -> {now[key]}" for key, worse in (("wrong_document", 1), ("lineage_passed", -1))
-            if (now[key] - before[key]) * worse > 0]  # fmt: skip
+    out += [
+        f"{key} {before[key]} -> {now[key]}"
+        for key, worse in (("wrong_document", 1), ("lineage_passed", -1))
+        if (now[key] - before[key]) * worse > 0
+    ]
     return out
 
 
@@ -270,8 +285,10 @@ def check(lookup: Lookup, golden: Path, kept: Path) -> dict[str, Any]:
     before: dict[str, Any] = json.loads(kept.read_text("utf-8")) if kept.exists() else {}
     drops = dropped(before, now) if before else []
     if drops:
-        raise GoldenDropped(f"the golden set {golden.name} dropped from version {before.get('version')} to "
-                            f"{now['version']}: {'; '.join(drops)}")  # fmt: skip
+        raise GoldenDropped(
+            f"the golden set {golden.name} dropped from version {before.get('version')} to "
+            f"{now['version']}: {'; '.join(drops)}"
+        )
     kept.parent.mkdir(parents=True, exist_ok=True)
     atomic_write(kept, json.dumps(now, sort_keys=True).encode("utf-8"))
     return now

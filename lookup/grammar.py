@@ -104,9 +104,15 @@ def _code_name(m: re.Match[str]) -> Identifier:
 
 
 _TITLE_TYPES: dict[str, str] = {
-    "закон": "Закон", "заң": "Закон", "кодекс": "Кодекс", "постановлени": "Постановление", "приказ": "Приказ",
-    "указ": "Указ", "бұйры": "Приказ", "қаулы": "Постановление",
-}  # fmt: skip
+    "закон": "Закон",
+    "заң": "Закон",
+    "кодекс": "Кодекс",
+    "постановлени": "Постановление",
+    "приказ": "Приказ",
+    "указ": "Указ",
+    "бұйры": "Приказ",
+    "қаулы": "Постановление",
+}
 
 
 def _title(m: re.Match[str]) -> Identifier | None:
@@ -220,8 +226,9 @@ def _type_of(word: str | None) -> DocType | None:
 Builder = Callable[[re.Match[str]], Identifier | None]
 
 
-def _row(name: str, kind: IdentifierKind, regex: str, build: Builder, *examples: str, folded: bool = False,
-         flags: int = 0) -> Row:  # fmt: skip
+def _row(
+    name: str, kind: IdentifierKind, regex: str, build: Builder, *examples: str, folded: bool = False, flags: int = 0
+) -> Row:
     return Row(name, kind, re.compile(regex, flags), examples, build, folded)
 
 
@@ -425,7 +432,7 @@ def _rows() -> tuple[Row, ...]:
             "Еңбек кодексі",
             "Трудовому кодексу",
             "Кодекс о недрах",
-        ),  # fmt: skip
+        ),
         *standard_rows,
         _row(
             "standard_OSHA_bare",

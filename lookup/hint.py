@@ -27,8 +27,12 @@ VECTOR_METHOD = {
     "st": "по смыслу (модель {name})",
     "openai": "по смыслу (модель {name})",
 }
-_HOW = {"both": "{vector} и по словам вопроса (BM25)", "vector": "{vector}", "lexical": "по словам вопроса (BM25)",
-        "document": "среди лучших фрагментов документа, подходящего к вопросу"}  # fmt: skip
+_HOW = {
+    "both": "{vector} и по словам вопроса (BM25)",
+    "vector": "{vector}",
+    "lexical": "по словам вопроса (BM25)",
+    "document": "среди лучших фрагментов документа, подходящего к вопросу",
+}
 
 
 def vector_method(spec: str) -> str:
@@ -38,8 +42,11 @@ def vector_method(spec: str) -> str:
     return VECTOR_METHOD.get(kind, VECTOR_METHOD["st"]).format(name=name)
 
 
-_ONLY_IN = {"rus": "текст есть только на русском", "kaz": "текст есть только на казахском",
-            "eng": "текст есть только на английском"}  # fmt: skip
+_ONLY_IN = {
+    "rus": "текст есть только на русском",
+    "kaz": "текст есть только на казахском",
+    "eng": "текст есть только на английском",
+}
 
 
 def plain_words_hint(found: list[Chunk], docs: dict[str, DocInfo], method: str, language: str | None = None) -> str:

@@ -45,9 +45,18 @@ class Past:
         return _article(self.unit)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"doc_id": self.doc_id, "language": self.language, "unit": self.unit, "article": self.article,
-                "heading": self.heading, "version_date": self.version_date.isoformat(), "commit": self.commit,
-                "committed": self.committed.isoformat(), "event": self.event, "text": self.text}  # fmt: skip
+        return {
+            "doc_id": self.doc_id,
+            "language": self.language,
+            "unit": self.unit,
+            "article": self.article,
+            "heading": self.heading,
+            "version_date": self.version_date.isoformat(),
+            "commit": self.commit,
+            "committed": self.committed.isoformat(),
+            "event": self.event,
+            "text": self.text,
+        }
 
 
 @dataclass
@@ -60,8 +69,12 @@ class Version:
     changed: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"version_date": self.version_date.isoformat(), "commit": self.commit,
-                "committed": self.committed.isoformat(), "changed": self.changed}  # fmt: skip
+        return {
+            "version_date": self.version_date.isoformat(),
+            "commit": self.commit,
+            "committed": self.committed.isoformat(),
+            "changed": self.changed,
+        }
 
 
 @dataclass(frozen=True)
@@ -92,8 +105,7 @@ class ActHistory(HistoryFile):
     def has(self, doc_id: str) -> bool:
         return bool(self._parts(doc_id))
 
-    def as_of(self, doc_id: str, date: dt.date, articles: tuple[str, ...] = (),
-              limit: int | None = None) -> InForce:  # fmt: skip
+    def as_of(self, doc_id: str, date: dt.date, articles: tuple[str, ...] = (), limit: int | None = None) -> InForce:
         """Each part of ``doc_id`` as in force on ``date`` (only the named ``articles``' parts, when given;
         the first ``limit`` parts of each language, when given), in part order; the repeal the act had by
         then, if any; and the newest version among all its parts in force (the edition answered from). Texts
@@ -143,14 +155,22 @@ class ActHistory(HistoryFile):
             for row in versions:
                 text = texts.get((row.group, row.at), (None, None))
                 if (row.version_date, row.commit) in kept:
-                    version = by_date.setdefault((row.version_date, row.commit),
-                                                 Version(row.version_date, row.commit, row.committed))  # fmt: skip
+                    version = by_date.setdefault(
+                        (row.version_date, row.commit), Version(row.version_date, row.commit, row.committed)
+                    )
                     if row.event == "repealed":
                         version.changed.append({"language": language, "unit": None, "event": "repealed"})
                         continue
-                    version.changed.append({"language": language, "unit": unit, "article": _article(unit),
-                                            "heading": text[0], "event": "added" if previous is None else "changed",
-                                            "diff": word_diff(previous or "", text[1] or "")})  # fmt: skip
+                    version.changed.append(
+                        {
+                            "language": language,
+                            "unit": unit,
+                            "article": _article(unit),
+                            "heading": text[0],
+                            "event": "added" if previous is None else "changed",
+                            "diff": word_diff(previous or "", text[1] or ""),
+                        }
+                    )
                 previous = text[1] if row.event != "repealed" else previous
         return [by_date[k] for k in sorted(by_date)]
 
@@ -216,8 +236,16 @@ def past_texts(
         if history is None or not history.has(doc_id):
             notes.append(f"⚠ {ref}: истории редакций нет — показана действующая редакция, не на {as_of:%d.%m.%Y}.")
             out += current
-            editions.append({"doc_id": doc_id, "as_of": as_of.isoformat(), "version_date": None, "commit": None,
-                             "link": None, "found": "current"})  # fmt: skip
+            editions.append(
+                {
+                    "doc_id": doc_id,
+                    "as_of": as_of.isoformat(),
+                    "version_date": None,
+                    "commit": None,
+                    "link": None,
+                    "found": "current",
+                }
+            )
             continue
         found = history.as_of(doc_id, as_of, narrowing.articles, None if narrowing.articles else k_per_doc)
         pasts, repeal = found.pasts, found.repeal
@@ -225,25 +253,56 @@ def past_texts(
             notes.append(f"⚠ {ref}: на {as_of:%d.%m.%Y} акт уже утратил силу (с {repeal.version_date:%d.%m.%Y}).")
         if not pasts:
             first = history.first_version(doc_id)
-            notes.append(f"⚠ {ref}: на {as_of:%d.%m.%Y} текста нет (первая известная редакция — "
-                         f"{first:%d.%m.%Y})." if first else f"⚠ {ref}: на {as_of:%d.%m.%Y} текста нет.")  # fmt: skip
-            editions.append({"doc_id": doc_id, "as_of": as_of.isoformat(), "version_date": None, "commit": None,
-                             "link": None, "found": "none"})  # fmt: skip
+            notes.append(
+                f"⚠ {ref}: на {as_of:%d.%m.%Y} текста нет (первая известная редакция — {first:%d.%m.%Y})."
+                if first
+                else f"⚠ {ref}: на {as_of:%d.%m.%Y} текста нет."
+            )
+            editions.append(
+                {
+                    "doc_id": doc_id,
+                    "as_of": as_of.isoformat(),
+                    "version_date": None,
+                    "commit": None,
+                    "link": None,
+                    "found": "none",
+                }
+            )
             continue
         newest = found.newest or max(pasts, key=lambda p: (p.version_date, p.committed))
         language = newest.language
-        link = version_link(info.source_url if info else None, info.portal_id if info else None, language,
-                            newest.version_date)  # fmt: skip
-        editions.append({"doc_id": doc_id, "as_of": as_of.isoformat(), "found": "history", "link": link,
-                         "version_date": newest.version_date.isoformat(), "commit": newest.commit})  # fmt: skip
+        link = version_link(
+            info.source_url if info else None, info.portal_id if info else None, language, newest.version_date
+        )
+        editions.append(
+            {
+                "doc_id": doc_id,
+                "as_of": as_of.isoformat(),
+                "found": "history",
+                "link": link,
+                "version_date": newest.version_date.isoformat(),
+                "commit": newest.commit,
+            }
+        )
         where = f"; {link}" if link else ""
-        notes.append(f"Текст {ref} — в редакции, действовавшей на {as_of:%d.%m.%Y}: версия от "
-                     f"{newest.version_date:%d.%m.%Y} (commit {newest.commit[:12]}){where}.")  # fmt: skip
+        notes.append(
+            f"Текст {ref} — в редакции, действовавшей на {as_of:%d.%m.%Y}: версия от "
+            f"{newest.version_date:%d.%m.%Y} (commit {newest.commit[:12]}){where}."
+        )
         for past in _chosen(pasts, k_per_doc):
             text = "\n".join(x for x in (past.heading, past.text) if x)
-            out.append(Chunk(f"{doc_id}:{past.unit}@{past.version_date.isoformat()}", doc_id, [],
-                             [past.article] if past.article else [], text, 1.0, language=past.language,
-                             found_by="identifier"))  # fmt: skip
+            out.append(
+                Chunk(
+                    f"{doc_id}:{past.unit}@{past.version_date.isoformat()}",
+                    doc_id,
+                    [],
+                    [past.article] if past.article else [],
+                    text,
+                    1.0,
+                    language=past.language,
+                    found_by="identifier",
+                )
+            )
     named = set(plan)
     return out + [c for c in chunks if c.doc_id not in named], editions, notes
 

@@ -69,8 +69,17 @@ class LineageIndex:
         for row in pq.read_table(path).to_pylist():
             if row["language"] not in (None, "rus"):  # one edition's notes are enough to say who changed it
                 continue
-            names = ("doc_id", "article", "target", "relation", "by_written", "by_date", "takes_effect",
-                     "takes_effect_text", "affected")  # fmt: skip
+            names = (
+                "doc_id",
+                "article",
+                "target",
+                "relation",
+                "by_written",
+                "by_date",
+                "takes_effect",
+                "takes_effect_text",
+                "affected",
+            )
             change = Change(*(row.get(n) for n in names))
             if row["article"] and row["doc_id"]:
                 by_article[(row["doc_id"], row["article"])].append(change)

@@ -55,9 +55,14 @@ TYPE_WORDS |= {"постановлени": "resolution", "resolution": "resoluti
 TYPE_WORDS |= {"указ": "decree", "decree": "decree", "жарлы": "decree", "решени": "decision", "шешім": "decision"}
 TYPE_WORDS |= {"decision": "decision", "распоряжени": "instruction", "өкім": "instruction", "закон": "law"}
 TYPE_NAMES: dict[str, str] = {
-    "order": "Приказ", "resolution": "Постановление", "decree": "Указ", "decision": "Решение",
-    "ruling": "Нормативное постановление", "instruction": "Распоряжение", "law": "Закон",
-}  # fmt: skip
+    "order": "Приказ",
+    "resolution": "Постановление",
+    "decree": "Указ",
+    "decision": "Решение",
+    "ruling": "Нормативное постановление",
+    "instruction": "Распоряжение",
+    "law": "Закон",
+}
 # doc types a query's type word admits (a user writes «постановление» for a court's normative ruling)
 TYPE_ADMITS: dict[DocType, tuple[DocType, ...]] = {"resolution": ("resolution", "ruling"), "ruling": ("ruling",)}
 

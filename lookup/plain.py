@@ -94,8 +94,10 @@ class Ranking:
 
     def replaced(self, **changes: Any) -> Ranking:
         """The same weights with ``changes`` applied to every language's (what a test or an ablation varies)."""
-        return Ranking(dataclasses.replace(self.params, **changes),
-                       {lang: dataclasses.replace(p, **changes) for lang, p in self.by_language.items()})  # fmt: skip
+        return Ranking(
+            dataclasses.replace(self.params, **changes),
+            {lang: dataclasses.replace(p, **changes) for lang, p in self.by_language.items()},
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {"params": self.params.as_dict(), "by_language": {k: p.as_dict() for k, p in self.by_language.items()}}
@@ -137,10 +139,12 @@ class DocFilter:
     def keeps(self, doc: DocInfo | None, language: str | None) -> bool:
         if doc is None:
             return not (self.doc_type or self.issuer or self.status) and self.language in (None, language)
-        return ((not self.doc_type or doc.doc_type == self.doc_type)
-                and (not self.issuer or self.issuer.casefold() in (doc.issuer or "").casefold())
-                and (not self.status or doc.status == self.status)
-                and (not self.language or language == self.language))  # fmt: skip
+        return (
+            (not self.doc_type or doc.doc_type == self.doc_type)
+            and (not self.issuer or self.issuer.casefold() in (doc.issuer or "").casefold())
+            and (not self.status or doc.status == self.status)
+            and (not self.language or language == self.language)
+        )
 
 
 @dataclass
@@ -192,8 +196,9 @@ class Evidence:
         if self._ranked is None:
             features = sorted(self.features.values(), key=lambda f: f.chunk_id)
             ranks = {signal: _ranks([getattr(f, signal) for f in features]) for signal in SIGNALS}
-            ranks["documents"] = np.array([f.doc_rank + f.within - 1 if f.doc_rank and f.within else 0
-                                           for f in features], dtype=float)  # fmt: skip
+            ranks["documents"] = np.array(
+                [f.doc_rank + f.within - 1 if f.doc_rank and f.within else 0 for f in features], dtype=float
+            )
             self._ranked = (features, ranks)
             self._tiebreak = np.arange(len(features))
             self._vector = {}
@@ -209,8 +214,9 @@ class Evidence:
         """Per candidate: a chunk in another language of an act published in the question's language too."""
         features, _ = self.ranked()
         if self._late is None:
-            self._late = np.array([f.doc_id in self.bilingual and f.language != self.language for f in features],
-                                  dtype=bool)  # fmt: skip
+            self._late = np.array(
+                [f.doc_id in self.bilingual and f.language != self.language for f in features], dtype=bool
+            )
         return self._late
 
     def tiebreak(self) -> np.ndarray:
@@ -252,8 +258,9 @@ def gather(
     language = question_language(query)
     evidence = Evidence(language, snap.bilingual(language))
     vector = QuestionVector(lambda: embedder.embed_queries([query])[0])
-    for chunk in vector_search(query, depth, collection=collection, embedder=embedder, published=snap.published,
-                               query_vector=vector()):  # fmt: skip
+    for chunk in vector_search(
+        query, depth, collection=collection, embedder=embedder, published=snap.published, query_vector=vector()
+    ):
         found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
         found.vector, found.base = chunk.vector, chunk
     if crossed:
@@ -275,8 +282,14 @@ def gather(
         _from_rows(evidence, snap, best_rows(snap.lexical.term_scores(weights), depth), "expanded")
     if evidence.pseudo:
         pseudo_vector = embedder.embed_queries([evidence.pseudo])[0]
-        for chunk in vector_search(evidence.pseudo, depth, collection=collection, embedder=embedder,
-                                   published=snap.published, query_vector=pseudo_vector):  # fmt: skip
+        for chunk in vector_search(
+            evidence.pseudo,
+            depth,
+            collection=collection,
+            embedder=embedder,
+            published=snap.published,
+            query_vector=pseudo_vector,
+        ):
             found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
             found.pseudo = chunk.vector
             found.base = found.base or chunk
@@ -285,8 +298,15 @@ def gather(
     return evidence
 
 
-def _crossed(evidence: Evidence, snap: Snapshot, query: str, vector: QuestionVector, depth: int,
-             collection: Collection, embedder: Embedder) -> None:  # fmt: skip
+def _crossed(
+    evidence: Evidence,
+    snap: Snapshot,
+    query: str,
+    vector: QuestionVector,
+    depth: int,
+    collection: Collection,
+    embedder: Embedder,
+) -> None:
     """The nearest chunks among the acts that have no text in the question's language."""
     language = evidence.language
     docs = snap.registry.docs
@@ -296,8 +316,16 @@ def _crossed(evidence: Evidence, snap: Snapshot, query: str, vector: QuestionVec
         return info is not None and language not in info.languages
 
     where = {"language": {"$ne": language}}
-    for chunk in vector_search(query, depth, collection=collection, embedder=embedder, published=snap.published,
-                               query_vector=vector(), where=where, keep=elsewhere):  # fmt: skip
+    for chunk in vector_search(
+        query,
+        depth,
+        collection=collection,
+        embedder=embedder,
+        published=snap.published,
+        query_vector=vector(),
+        where=where,
+        keep=elsewhere,
+    ):
         found = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
         found.crossed = chunk.vector
         found.base = found.base or chunk
@@ -345,8 +373,9 @@ def _documents_first(
 
     language = evidence.language if evidence.language in ("rus", "kaz") else None
     for rank_of_doc, doc in enumerate(best, 1):
-        ranked = rank_in_version(chunks, [doc], Narrowing(), vector(), PER_DOCUMENT, matrix,
-                                 embedder.embed_passages, scores, language)  # fmt: skip
+        ranked = rank_in_version(
+            chunks, [doc], Narrowing(), vector(), PER_DOCUMENT, matrix, embedder.embed_passages, scores, language
+        )
         for within, chunk in enumerate(ranked, 1):
             feature = evidence.feature(chunk.chunk_id, chunk.doc_id, chunk.language)
             feature.doc_rank, feature.within = rank_of_doc, within
@@ -384,8 +413,9 @@ def order(evidence: Evidence, params: RankParams) -> tuple[list[int], np.ndarray
     return out, score
 
 
-def _capped(ordered: list[int], doc_of: list[str], score: np.ndarray, cap: int, close: float,
-            top: int = 5) -> list[int]:  # fmt: skip
+def _capped(
+    ordered: list[int], doc_of: list[str], score: np.ndarray, cap: int, close: float, top: int = 5
+) -> list[int]:
     """At most ``cap`` chunks of one act in the first ``top``, when the next act's chunk scores at least
     ``close`` of the one it would replace; the chunks moved follow the first ``top``."""
     head: list[int] = []
@@ -432,8 +462,11 @@ def chunks(snap: Snapshot, ranked: list[tuple[Feature, float]], k: int) -> list[
     for f, score in chosen:
         how = found_by(f)
         if f.base is not None:
-            out.append(dataclasses.replace(f.base, score=score, found_by=how, vector=_cosine(f), lexical=f.lexical,
-                                           fused=score))  # fmt: skip
+            out.append(
+                dataclasses.replace(
+                    f.base, score=score, found_by=how, vector=_cosine(f), lexical=f.lexical, fused=score
+                )
+            )
         elif f.chunk_id in texts:
             row, text = texts[f.chunk_id]
             out.append(row_chunk(row, text, score, how, vector=_cosine(f), lexical=f.lexical, fused=score))

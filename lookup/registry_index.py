@@ -187,8 +187,9 @@ class RegistryIndex:
         reason = f"не сказано, какого документа статья {ident.article}"
         if len(pool) > len(ranked):
             reason += f": показаны {len(ranked)} из {len(pool)}"
-        return Match(ident, tuple(ranked), articles=(ident.article or "",) if ranked else (), reason=reason,
-                     candidates_only=True)  # fmt: skip
+        return Match(
+            ident, tuple(ranked), articles=(ident.article or "",) if ranked else (), reason=reason, candidates_only=True
+        )
 
     def _candidate_order(self, doc_id: str) -> tuple[int, int, str]:
         doc = self.docs[doc_id]

@@ -174,8 +174,11 @@ class RunHistory:
         else:
             try:
                 report = json.loads(path.read_text("utf-8"))
-                found = summary(str(report.get("run_id") or path.stem), report) if isinstance(report, dict) else (
-                    _unreadable(path.stem, "report is not a JSON object"))  # fmt: skip
+                found = (
+                    summary(str(report.get("run_id") or path.stem), report)
+                    if isinstance(report, dict)
+                    else (_unreadable(path.stem, "report is not a JSON object"))
+                )
             except (OSError, ValueError) as exc:
                 found = _unreadable(path.stem, f"report does not parse: {exc}")
         with self._lock:
@@ -184,5 +187,6 @@ class RunHistory:
 
 
 def _unreadable(run_id: str, why: str) -> RunSummary:
-    return RunSummary(run_id, "unreadable", None, None, None, None, None, 0, 0, dict.fromkeys(CLASSES, 0), {}, 0, [],
-                      {}, why)  # fmt: skip
+    return RunSummary(
+        run_id, "unreadable", None, None, None, None, None, 0, 0, dict.fromkeys(CLASSES, 0), {}, 0, [], {}, why
+    )

@@ -161,8 +161,9 @@ def objective(questions: Sequence[Question], found: np.ndarray, among: Sequence[
     return np.asarray(np.mean([worth[:, members].mean(axis=1) for members in acts.values()], axis=0))
 
 
-def best(questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray,
-         among: Sequence[int]) -> int:  # fmt: skip
+def best(
+    questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray, among: Sequence[int]
+) -> int:
     """The index of the candidate worth most on ``among``; ties: fewer methods on, grid order."""
     scores = objective(questions, found, among)
     simplicity = np.array([_simplicity(p) for p in candidates])
@@ -170,16 +171,19 @@ def best(questions: Sequence[Question], candidates: Sequence[RankParams], found:
     return int(order[0])
 
 
-def choose(questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray,
-           among: Sequence[int]) -> tuple[int, dict[str, int]]:  # fmt: skip
+def choose(
+    questions: Sequence[Question], candidates: Sequence[RankParams], found: np.ndarray, among: Sequence[int]
+) -> tuple[int, dict[str, int]]:
     """The best candidate on ``among``, and per question language the best on that language's questions where
     they are about at least :data:`MIN_ACTS` acts (indices into ``candidates``)."""
     by_language: dict[str, list[int]] = {}
     for n in among:
         by_language.setdefault(questions[n].evidence.language, []).append(n)
-    chosen = {language: best(questions, candidates, found, members)
-              for language, members in sorted(by_language.items())
-              if len({questions[n].act for n in members}) >= MIN_ACTS}  # fmt: skip
+    chosen = {
+        language: best(questions, candidates, found, members)
+        for language, members in sorted(by_language.items())
+        if len({questions[n].act for n in members}) >= MIN_ACTS
+    }
     return best(questions, candidates, found, among), chosen
 
 
@@ -215,8 +219,10 @@ class Report:
             self.tallies.setdefault(method, {}).setdefault(group, Tally()).add_ranked(hit)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"methods": {m: {g: t.as_dict() for g, t in sorted(gs.items())} for m, gs in self.tallies.items()},
-                "folds": self.chosen}  # fmt: skip
+        return {
+            "methods": {m: {g: t.as_dict() for g, t in sorted(gs.items())} for m, gs in self.tallies.items()},
+            "folds": self.chosen,
+        }
 
 
 def alone(question: Question, signal: str) -> int | None:
@@ -226,8 +232,9 @@ def alone(question: Question, signal: str) -> int | None:
     return first_hit(question.row, held)
 
 
-def cross_validate(questions: Sequence[Question], count: int = 5, methods: Iterable[str] | None = None,
-                   found: np.ndarray | None = None) -> Report:  # fmt: skip
+def cross_validate(
+    questions: Sequence[Question], count: int = 5, methods: Iterable[str] | None = None, found: np.ndarray | None = None
+) -> Report:
     """Held-out figures: each fold ranked with the weights best on the others (:func:`folds`, :func:`choose`);
     ``found``: :func:`hits` of the grid, when already computed."""
     candidates = grid(methods)
@@ -272,23 +279,36 @@ def format_report(report: Report, title: str = "held-out (cross-validated by act
 
 
 def format_ablation(reports: dict[str, Report]) -> str:
-    groups = ["ALL", "language=kaz", "answer in another language", "style=colloquial", "kind=order/rules",
-              "kind=law", "kind=standard", "kind=code"]  # fmt: skip
+    groups = [
+        "ALL",
+        "language=kaz",
+        "answer in another language",
+        "style=colloquial",
+        "kind=order/rules",
+        "kind=law",
+        "kind=standard",
+        "kind=code",
+    ]
     lines = [f"{'method (held-out hit@5)':<36}" + "".join(f" {g.split('=')[-1][:12]:>12}" for g in groups)]
     for name, report in reports.items():
         tallies = report.tallies["fused"]
-        lines.append(f"{name:<36}" + "".join(
-            f" {tallies[g].as_dict()['hit@5']:>12.2f}" if g in tallies else f" {'-':>12}" for g in groups))  # fmt: skip
+        lines.append(
+            f"{name:<36}"
+            + "".join(f" {tallies[g].as_dict()['hit@5']:>12.2f}" if g in tallies else f" {'-':>12}" for g in groups)
+        )
     any_report = next(iter(reports.values()))
     for label, method in (("model alone", "model alone"), ("BM25 alone", "BM25 alone")):
         tallies = any_report.tallies[method]
-        lines.append(f"{label:<36}" + "".join(
-            f" {tallies[g].as_dict()['hit@5']:>12.2f}" if g in tallies else f" {'-':>12}" for g in groups))  # fmt: skip
+        lines.append(
+            f"{label:<36}"
+            + "".join(f" {tallies[g].as_dict()['hit@5']:>12.2f}" if g in tallies else f" {'-':>12}" for g in groups)
+        )
     return "\n".join(lines) + "\n"
 
 
-def tune(lookup: Lookup, rows: Iterable[GoldenRow], golden: Sequence[Path], count: int = 5,
-         out: Path = RANKING) -> dict[str, Any]:  # fmt: skip
+def tune(
+    lookup: Lookup, rows: Iterable[GoldenRow], golden: Sequence[Path], count: int = 5, out: Path = RANKING
+) -> dict[str, Any]:
     """Cross-validate, fit on every question, and write the weights for this embedder's family to ``out``
     (other families' entries kept), with the held-out figures and where they came from."""
     questions = gather_all(lookup, rows)

@@ -36,8 +36,17 @@ from vectors.documents import DocumentIndex
 from vectors.lexical import LEXICAL, LexicalIndex
 from vectors.texts import TextFile
 
-COLUMNS = ("chunk_id", "doc_id", "language", "text_hash", "code_articles", "article_labels", "point_labels", "annex",
-           "path")  # fmt: skip
+COLUMNS = (
+    "chunk_id",
+    "doc_id",
+    "language",
+    "text_hash",
+    "code_articles",
+    "article_labels",
+    "point_labels",
+    "annex",
+    "path",
+)
 DOCS_KEPT = 256  # documents whose chunk rows (no text) a long-lived reader keeps
 
 
@@ -120,9 +129,11 @@ class VersionChunks:
             self._docs.move_to_end(doc_id)
             return self._docs[doc_id]
         low, high = doc_id + ":", doc_id + ";"  # every chunk id of the document: «<doc_id>:<path>:<n>»
-        groups = range(self.file.metadata.num_row_groups) if self.firsts is None else range(
-            max(0, bisect.bisect_right(self.firsts, low) - 1), bisect.bisect_left(self.firsts, high)
-        )  # fmt: skip
+        groups = (
+            range(self.file.metadata.num_row_groups)
+            if self.firsts is None
+            else range(max(0, bisect.bisect_right(self.firsts, low) - 1), bisect.bisect_left(self.firsts, high))
+        )
         parts = []
         for group in groups:
             table = self.read_group(group, list(COLUMNS))
@@ -216,8 +227,19 @@ class Snapshot:
             lexical = None  # not this version's chunks: answer without it rather than from another's rows
         bridge = Bridge.open(folder / LEXICAL) if lexical is not None else None
         documents = DocumentIndex.open(folder) if lexical is not None else None
-        return cls(home, version, folder, embedder, registry, LineageIndex.load_file(folder / "lineage.parquet"),
-                   chunks, published, lexical, bridge, documents)  # fmt: skip
+        return cls(
+            home,
+            version,
+            folder,
+            embedder,
+            registry,
+            LineageIndex.load_file(folder / "lineage.parquet"),
+            chunks,
+            published,
+            lexical,
+            bridge,
+            documents,
+        )
 
     def bilingual(self, language: str) -> set[str]:
         """Documents published in ``language`` and in at least one other."""

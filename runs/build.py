@@ -56,8 +56,11 @@ def extract_files(
         if outcome.document:
             keep(outcome.document)
             if outcome.document.incomplete:
-                rejects.append(Reject(run_id, "extract", outcome.source_file, None, outcome.document.incomplete,
-                                      error="Incomplete"))  # fmt: skip
+                rejects.append(
+                    Reject(
+                        run_id, "extract", outcome.source_file, None, outcome.document.incomplete, error="Incomplete"
+                    )
+                )
         else:
             reason = outcome.error or "unknown error"
             rejects.append(Reject(run_id, "extract", outcome.source_file, None, reason, error=outcome.error_class))
@@ -101,8 +104,11 @@ def registry_of(
         if not clash:
             break
         reused -= clash
-        more = [f for f in scope.files if str(f) not in documents and str(f) not in failed_reads
-                and _needs_reading(f, reused, previous)]  # fmt: skip
+        more = [
+            f
+            for f in scope.files
+            if str(f) not in documents and str(f) not in failed_reads and _needs_reading(f, reused, previous)
+        ]
         path = work / f"more-{extra:04d}.docs"
         with open(path, "wb") as handle:
             extra_rejects = extract_files(more, run_id, DocumentWriter(handle))
@@ -170,8 +176,9 @@ def _entries(headers: list[Document], run_id: str) -> tuple[list[Entry], list[Re
         except IdentityError as exc:
             rejects.append(Reject(run_id, "registry", document.source_file, None, str(exc), error="IdentityError"))
     entries, displaced = build_registry(usable)
-    rejects += [Reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced")
-                for d in displaced]  # fmt: skip
+    rejects += [
+        Reject(run_id, "registry", d.document.source_file, d.doc_id, d.reason, error="Displaced") for d in displaced
+    ]
     return sorted(entries.values(), key=lambda e: chunk_order(e.doc_id)), rejects
 
 
@@ -195,8 +202,9 @@ def _rows_and_chunks(
         entry, headers, *_ = item
         for document in headers:
             reason = f"cannot be stored: {type(exc).__name__}: {exc}"
-            rejects.append(Reject(run_id, "registry", document.source_file, entry.doc_id, reason,
-                                   error=type(exc).__name__))  # fmt: skip
+            rejects.append(
+                Reject(run_id, "registry", document.source_file, entry.doc_id, reason, error=type(exc).__name__)
+            )
 
     def converted(group: list[Item]) -> pa.Table:
         try:
@@ -218,8 +226,10 @@ def _rows_and_chunks(
             entry.documents = [documents.load(d.source_file) for d in headers]
             try:
                 row = registry_row(entry)
-                found = sorted((c for d in entry.documents for c in chunk_document(entry.doc_id, d)),
-                               key=lambda c: str(c["chunk_id"]))  # fmt: skip
+                found = sorted(
+                    (c for d in entry.documents for c in chunk_document(entry.doc_id, d)),
+                    key=lambda c: str(c["chunk_id"]),
+                )
             except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
                 refuse((entry, headers, {}, []), exc)
                 continue
@@ -263,8 +273,13 @@ def _clashes(entries: list[Entry], reused: set[str], previous: Published | None)
 
 def _act_fields(entry: Entry) -> dict[str, Any]:
     r = entry.requisites
-    return {"law_zrk": r.law_zrk, "order_number": r.order_number, "doc_type": r.doc_type or "unknown",
-            "issuer": r.issuer, "date_approved": r.date_approved}  # fmt: skip
+    return {
+        "law_zrk": r.law_zrk,
+        "order_number": r.order_number,
+        "doc_type": r.doc_type or "unknown",
+        "issuer": r.issuer,
+        "date_approved": r.date_approved,
+    }
 
 
 def _act(row: dict[str, Any]) -> tuple[str, str, str, str] | None:
@@ -289,7 +304,7 @@ def enrich_version(
             r["doc_id"],
             f"doc_id {r['doc_id']!r} is not in the registry",
             r["chunk_id"],
-        )  # fmt: skip
+        )
         for r in orphans.to_pylist()
     ]
     rebuilt_ids = set(rebuilt.registry.column("doc_id").to_pylist())
@@ -303,8 +318,10 @@ def enrich_version(
     found = Found()  # the whole version's lineage: acts resolve in its registry; streamed, a batch at a time
     lineage = out / "lineage.parquet"
     write_parquet_stream(lineage_batches(_noted(chunks), registry, found), lineage, LINEAGE_SCHEMA, "lineage")
-    rejects += [Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
-                for o in found.overflows]  # fmt: skip
+    rejects += [
+        Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
+        for o in found.overflows
+    ]
     registry = with_successors(with_replacements(registry, found.repeals))
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)

@@ -51,15 +51,22 @@ class ChunkDiff:
         return self.added + self.text_changed
 
 
-KEYS = pa.schema([pa.field("chunk_id", pa.string()), pa.field("text_hash", pa.string()),
-                  pa.field("meta_hash", pa.string())])  # fmt: skip
+KEYS = pa.schema(
+    [pa.field("chunk_id", pa.string()), pa.field("text_hash", pa.string()), pa.field("meta_hash", pa.string())]
+)
 DIFF_SCHEMA = pa.schema([pa.field("chunk_id", pa.string(), nullable=False), pa.field("class", pa.string())])
 
 
 def state_table(state: Mapping[str, tuple[str | None, str | None]]) -> pa.Table:
     """A ``chunk_id → (text_hash, meta_hash)`` mapping as a :data:`KEYS` table."""
-    return pa.table({"chunk_id": list(state), "text_hash": [t for t, _ in state.values()],
-                     "meta_hash": [m for _, m in state.values()]}, schema=KEYS)  # fmt: skip
+    return pa.table(
+        {
+            "chunk_id": list(state),
+            "text_hash": [t for t, _ in state.values()],
+            "meta_hash": [m for _, m in state.values()],
+        },
+        schema=KEYS,
+    )
 
 
 @dataclass
@@ -119,9 +126,12 @@ def _step(
     name = pc.if_else(
         pc.invert(held),
         ChangeClass.ADDED.value,
-        pc.if_else(text, ChangeClass.TEXT_CHANGED.value,
-                   pc.if_else(meta, ChangeClass.METADATA_CHANGED.value, ChangeClass.UNCHANGED.value)),
-    )  # fmt: skip
+        pc.if_else(
+            text,
+            ChangeClass.TEXT_CHANGED.value,
+            pc.if_else(meta, ChangeClass.METADATA_CHANGED.value, ChangeClass.UNCHANGED.value),
+        ),
+    )
     wanted = pa.table({"chunk_id": new.column("chunk_id"), "class": name}, schema=DIFF_SCHEMA)
     gone = old.filter(pc.invert(pc.is_in(old.column("chunk_id"), value_set=new.column("chunk_id"))))
     if gone.num_rows:
@@ -134,8 +144,9 @@ def _step(
 
 
 def _deleted(ids: pa.Array | pa.ChunkedArray) -> pa.Table:
-    return pa.table({"chunk_id": ids, "class": pa.repeat(pa.scalar(ChangeClass.DELETED.value), len(ids))},
-                    schema=DIFF_SCHEMA)  # fmt: skip
+    return pa.table(
+        {"chunk_id": ids, "class": pa.repeat(pa.scalar(ChangeClass.DELETED.value), len(ids))}, schema=DIFF_SCHEMA
+    )
 
 
 def classify(previous: pa.Table, desired: pa.Table, force_reembed: Collection[str] = ()) -> ChunkDiff:
@@ -172,8 +183,11 @@ def _concat(parts: list[pa.Table], like: pa.Table) -> pa.Table:
     parts = [p for p in parts if p.num_rows]
     if parts:
         return pa.concat_tables(parts)
-    empty = {"chunk_id": pa.array([], pa.string()), "text_hash": pa.array([], pa.string()),
-             "meta_hash": pa.array([], pa.string())}  # fmt: skip
+    empty = {
+        "chunk_id": pa.array([], pa.string()),
+        "text_hash": pa.array([], pa.string()),
+        "meta_hash": pa.array([], pa.string()),
+    }
     return pa.table(empty).cast(like.select(KEYS.names).schema, safe=False)
 
 

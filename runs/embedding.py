@@ -106,8 +106,9 @@ class _ShardWriters:
         self.stack.__exit__(*exc)
 
 
-def embed_shard(state_path: Path | str, shard: int, threads: int | None = None,
-                progress: Progress | None = None) -> int:  # fmt: skip
+def embed_shard(
+    state_path: Path | str, shard: int, threads: int | None = None, progress: Progress | None = None
+) -> int:
     """Embed one shard's texts (passages) into the vector store; returns how many. ``threads``: the model's
     threads in this process (a worker given one core of several)."""
     state = RunState.load(state_path)
@@ -160,8 +161,9 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     children: list[tuple[int, Any, Any]] = []
     for shard in indices:
         receive, send = spawn.Pipe(duplex=False)
-        child = spawn.Process(target=_embed_child, args=(str(state_path), shard, threads, send), daemon=True,
-                              name=f"zan-embed-{shard}")  # fmt: skip
+        child = spawn.Process(
+            target=_embed_child, args=(str(state_path), shard, threads, send), daemon=True, name=f"zan-embed-{shard}"
+        )
         child.start()
         send.close()
         children.append((shard, child, receive))

@@ -57,8 +57,13 @@ class Changes:
 
 def _git(repo: Path, *args: str) -> str:
     try:
-        done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, timeout=TIMEOUT, check=False,
-                              env={**os.environ, **_ENV})  # fmt: skip
+        done = subprocess.run(
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            timeout=TIMEOUT,
+            check=False,
+            env={**os.environ, **_ENV},
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise GitError(f"git {args[0]} in {repo}: {type(exc).__name__}: {exc}") from exc
     if done.returncode != 0:
@@ -147,8 +152,13 @@ class Updated:
     rewritten: bool  # the upstream's history was rebuilt: the clone was reset to it, not fast-forwarded
 
     def as_dict(self) -> dict[str, object]:
-        return {"path": str(self.path), "before": self.before, "after": self.after.sha,
-                "date": self.after.date.isoformat(), "rewritten": self.rewritten}  # fmt: skip
+        return {
+            "path": str(self.path),
+            "before": self.before,
+            "after": self.after.sha,
+            "date": self.after.date.isoformat(),
+            "rewritten": self.rewritten,
+        }
 
 
 def update(remote: str, path: Path, branch: str = "main") -> Updated:

@@ -81,8 +81,9 @@ def index(
         before, clean = _index_before(home, previous, client, embedder)
         wanted = iter_parquet(path, BLOCK, ["chunk_id", "doc_id", "text_hash", "meta_hash"])
         held = HELD_COLUMNS if clean else ()
-        changes = ChangeSet.write(state.work, classify_stream(before, wanted, forced, held),
-                                  _held_schema() if clean else None)  # fmt: skip
+        changes = ChangeSet.write(
+            state.work, classify_stream(before, wanted, forced, held), _held_schema() if clean else None
+        )
         count_classes(info, changes.counts)
         check_shrink(previous, state.columns("registry", ["doc_id"]), changes.count(ChangeClass.DELETED), options)
     store = VectorStore(home, embedder.id)
@@ -105,9 +106,19 @@ def index(
         # texts the embed stage stored (forced ones included) are read back; only what it did not cover is embedded
         force = options.force_reembed and not state.embedding
         written, embedded_here = stream_changes(
-            home, state.run_id, collection, path, changes, embedder, store, force=force,
-            progress=progress, held=clean, info=info, pending=pending,
-        )  # fmt: skip
+            home,
+            state.run_id,
+            collection,
+            path,
+            changes,
+            embedder,
+            store,
+            force=force,
+            progress=progress,
+            held=clean,
+            info=info,
+            pending=pending,
+        )
         info.embedded = state.to_embed + embedded_here
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
     centroids = state.tables_folder() / CENTROIDS
@@ -236,8 +247,9 @@ def _digest(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
 
 
-def await_vectors(table: pa.Table, store: VectorStore, known: KnownHashes, pending: Callable[[], bool],
-                  poll: float = 0.05) -> None:  # fmt: skip
+def await_vectors(
+    table: pa.Table, store: VectorStore, known: KnownHashes, pending: Callable[[], bool], poll: float = 0.05
+) -> None:
     """Wait while the embed stage beside this one (``pending()`` True) may still store vectors for the texts
     of ``table`` that ``known`` lacks, adding to ``known`` those it stored; return once every one is stored or
     the stage is over. What is still missing then is embedded here, by :func:`block_vectors` (a text that

@@ -42,8 +42,16 @@ def take(home: Path, run_id: str, holder: str) -> None:
     """Take the lease of ``home`` for ``run_id``, or raise :class:`Busy` naming the holder."""
     home.mkdir(parents=True, exist_ok=True)
     path = home / LEASE
-    mine = json.dumps({"run_id": run_id, "taken": time.time(), "at": now_iso(), "holder": holder,
-                       "host": socket.gethostname(), "pid": os.getpid()})  # fmt: skip
+    mine = json.dumps(
+        {
+            "run_id": run_id,
+            "taken": time.time(),
+            "at": now_iso(),
+            "holder": holder,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+    )
     if _link_new(path, mine):
         return
     held = read(path)

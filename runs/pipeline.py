@@ -74,8 +74,9 @@ def run(
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
     embedder_id = embedder.bind(home, record=not options.dry_run)
-    state = stages.begin(home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id,
-                         holder="process")  # fmt: skip
+    state = stages.begin(
+        home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id, holder="process"
+    )
     with _finishing(state):
         stages.extract_all(state, workers, progress)
         apart = _large(state) if own_processes is None else own_processes

@@ -59,8 +59,9 @@ def build_report(
         touched |= {str(d) for d in pc.unique(changed).to_pylist()}
     if previous is not None and changes.count(ChangeClass.DELETED):
         deleted = pa.array([i for ids in changes.ids(ChangeClass.DELETED) for i in ids], pa.string())
-        for old in iter_parquet(previous.folder / "enriched_chunks.parquet",
-                                columns=["chunk_id", "doc_id", "doc_type", "source_file"]):  # fmt: skip
+        for old in iter_parquet(
+            previous.folder / "enriched_chunks.parquet", columns=["chunk_id", "doc_id", "doc_type", "source_file"]
+        ):
             gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=deleted))
             _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
             touched |= {str(d) for d in pc.unique(gone.column("doc_id")).to_pylist()}
@@ -99,19 +100,21 @@ def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
     }
 
 
-def _tally(rows: pa.Table, by_type: dict[str, Counter[str]], by_source: dict[str, Counter[str]],
-           default: str = "unchanged") -> None:  # fmt: skip
+def _tally(
+    rows: pa.Table, by_type: dict[str, Counter[str]], by_source: dict[str, Counter[str]], default: str = "unchanged"
+) -> None:
     """Count ``rows`` (chunk_id, doc_type, source_file, class) per doc type and per source folder, in Arrow:
     one group per (doc type, source file, class), then folders from the few distinct files."""
-    table = pa.table({
-        "doc_type": pc.fill_null(rows.column("doc_type"), "unknown"),
-        "source_file": pc.fill_null(rows.column("source_file"), ""),
-        "class": pc.fill_null(rows.column("class"), default),
-        "n": pa.repeat(pa.scalar(1), rows.num_rows),
-    })  # fmt: skip
+    table = pa.table(
+        {
+            "doc_type": pc.fill_null(rows.column("doc_type"), "unknown"),
+            "source_file": pc.fill_null(rows.column("source_file"), ""),
+            "class": pc.fill_null(rows.column("class"), default),
+            "n": pa.repeat(pa.scalar(1), rows.num_rows),
+        }
+    )
     grouped = table.group_by(["doc_type", "source_file", "class"]).aggregate([("n", "sum")])
-    for doc_type, source, name, n in zip(*(grouped.column(c).to_pylist() for c in grouped.column_names),
-                                         strict=True):  # fmt: skip
+    for doc_type, source, name, n in zip(*(grouped.column(c).to_pylist() for c in grouped.column_names), strict=True):
         by_type[doc_type][name] += n
         by_source[str(Path(source).parent)][name] += n
 
@@ -151,8 +154,11 @@ def _count_filled(table: pa.Table, filled: dict[str, Counter[str]]) -> None:
 
 
 def _coverage(filled: dict[str, Counter[str]]) -> dict[str, dict[str, float]]:
-    return {doc_type: {f: round(counts[f] / counts["n"], 4) for f in COVERAGE_FIELDS}
-            for doc_type, counts in sorted(filled.items()) if counts["n"]}  # fmt: skip
+    return {
+        doc_type: {f: round(counts[f] / counts["n"], 4) for f in COVERAGE_FIELDS}
+        for doc_type, counts in sorted(filled.items())
+        if counts["n"]
+    }
 
 
 def documents_diff(registry: pa.Table, previous: Published | None, touched: set[str]) -> dict[str, list[str]]:
@@ -217,24 +223,33 @@ def render_html(report: dict[str, Any]) -> str:
         parts += [f"<h2>{title}</h2>", _table(["", *CLASSES], rows)]
     coverage = report.get("coverage", {})  # one row per field, one column per doc type: fits the page
     coverage_rows = [[f, *(f"{coverage[t].get(f, 0):.0%}" for t in coverage)] for f in COVERAGE_FIELDS]
-    parts += ["<h2>Identifier coverage (share of chunks with the field)</h2>",
-              _table(["field", *coverage], coverage_rows)]  # fmt: skip
+    parts += [
+        "<h2>Identifier coverage (share of chunks with the field)</h2>",
+        _table(["field", *coverage], coverage_rows),
+    ]
     docs = report.get("documents_diff", {})
-    parts += ["<h2>Documents vs the previous version</h2>",
-              _table(["", "documents"], [[k, ", ".join(v) or "–"] for k, v in docs.items()])]  # fmt: skip
+    parts += [
+        "<h2>Documents vs the previous version</h2>",
+        _table(["", "documents"], [[k, ", ".join(v) or "–"] for k, v in docs.items()]),
+    ]
     rejects = [[r["stage"], r["source_file"] or "", r["doc_id"] or "", r["reason"]] for r in report.get("rejects", [])]
-    parts += ["<h2 class='bad'>Rejects</h2>" if rejects else "<h2>Rejects</h2>",
-              _table(["stage", "file", "doc_id", "reason"], rejects)]  # fmt: skip
+    parts += [
+        "<h2 class='bad'>Rejects</h2>" if rejects else "<h2>Rejects</h2>",
+        _table(["stage", "file", "doc_id", "reason"], rejects),
+    ]
     extraction = report.get("extraction") or {}
     if extraction:
         gaps = extraction.get("unexplained_heading_lines", 0)
-        parts += [f"<h2{' class=bad' if gaps else ''}>Extraction</h2>",
-                  _table(["parser", "documents"], list(extraction.get("parsers", {}).items())),
-                  _table(["doc_id", "fields missing"],
-                         [[d, ", ".join(m)] for d, m in extraction.get("missing_fields", {}).items()]),
-                  _table(["doc_id", "unexplained heading lines"], list(extraction.get("gaps", {}).items())),
-                  _table(["doc_id", "notice"],
-                         [[d, "; ".join(n)] for d, n in extraction.get("notices", {}).items()])]  # fmt: skip
+        parts += [
+            f"<h2{' class=bad' if gaps else ''}>Extraction</h2>",
+            _table(["parser", "documents"], list(extraction.get("parsers", {}).items())),
+            _table(
+                ["doc_id", "fields missing"],
+                [[d, ", ".join(m)] for d, m in extraction.get("missing_fields", {}).items()],
+            ),
+            _table(["doc_id", "unexplained heading lines"], list(extraction.get("gaps", {}).items())),
+            _table(["doc_id", "notice"], [[d, "; ".join(n)] for d, n in extraction.get("notices", {}).items()]),
+        ]
     parts += ["<h2>Seconds per stage</h2>", _table(["stage", "s"], list(report.get("seconds", {}).items()))]
     return "\n".join(parts) + "\n"
 

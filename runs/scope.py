@@ -90,8 +90,13 @@ class Scope:
         return self.kind == "full"
 
     def as_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "files": [str(f) for f in self.files], "roots": [str(r) for r in self.roots],
-                "touched": sorted(self.touched), "skipped": [list(pair) for pair in self.skipped]}  # fmt: skip
+        return {
+            "kind": self.kind,
+            "files": [str(f) for f in self.files],
+            "roots": [str(r) for r in self.roots],
+            "touched": sorted(self.touched),
+            "skipped": [list(pair) for pair in self.skipped],
+        }
 
     @classmethod
     def from_json(cls, s: dict[str, Any]) -> Scope:
@@ -246,11 +251,15 @@ def _git_sources(scope: Scope, previous: Published | None) -> _GitSources:
         found = changes(repo, since)
         out.changes[root] = found
         if found is None:
-            out.notes.append(f"{root}: the commit the last version read ({since[:12]}) is no longer in the history "
-                             f"(a rebuilt, force-pushed upstream): files compared by content")  # fmt: skip
+            out.notes.append(
+                f"{root}: the commit the last version read ({since[:12]}) is no longer in the history "
+                f"(a rebuilt, force-pushed upstream): files compared by content"
+            )
         else:
-            out.notes.append(f"{root}: {since[:12]}..{now.sha[:12]}: {len(found.changed)} files changed, "
-                             f"{len(found.deleted)} deleted, {len(found.moved)} moved")  # fmt: skip
+            out.notes.append(
+                f"{root}: {since[:12]}..{now.sha[:12]}: {len(found.changed)} files changed, "
+                f"{len(found.deleted)} deleted, {len(found.moved)} moved"
+            )
     return out
 
 

@@ -46,8 +46,22 @@ _LOOKALIKES = str.maketrans(
 
 # Kazakh letters typed for their Russian look-alikes (and back) inside an identifier: «ҚР ДСМ-26» and «КР ДСМ-26»
 # are one order number. Applied on top of :data:`_LOOKALIKES`, to order numbers only (never to prose).
-_KAZAKH_LOOKALIKES = str.maketrans({"Қ": "K", "қ": "k", "Ң": "H", "ң": "h", "Ө": "O", "ө": "o", "Ү": "Y",
-                                    "ү": "y", "Ұ": "Y", "ұ": "y", "Һ": "X", "һ": "x"})  # fmt: skip
+_KAZAKH_LOOKALIKES = str.maketrans(
+    {
+        "Қ": "K",
+        "қ": "k",
+        "Ң": "H",
+        "ң": "h",
+        "Ө": "O",
+        "ө": "o",
+        "Ү": "Y",
+        "ү": "y",
+        "Ұ": "Y",
+        "ұ": "y",
+        "Һ": "X",
+        "һ": "x",
+    }
+)
 
 _ROMAN = re.compile(r"^[IVXLC]+$")
 

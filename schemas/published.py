@@ -110,8 +110,10 @@ def check_home(home: Path | str, writable: bool) -> Path:
         raise HomeError(f"HOME {path} exists and is not a directory")
     if not writable:
         if not path.is_dir():
-            raise HomeError(f"nothing published under {path} (no registry.parquet: the folder does not exist); "
-                            f"run `zan run --home {path}` first")  # fmt: skip
+            raise HomeError(
+                f"nothing published under {path} (no registry.parquet: the folder does not exist); "
+                f"run `zan run --home {path}` first"
+            )
         if not os.access(path, os.R_OK | os.X_OK):
             raise HomeError(f"HOME {path} cannot be read")
         return path

@@ -58,8 +58,15 @@ _LABELS = {
     "not in force": "not_in_force",
     "suspended": "suspended",
 }
-_PORTAL_CODES = {"exe": "in_force", "new": "in_force", "upd": "updated", "ref": "repealed", "rep": "repealed",
-                 "nvd": "not_in_force", "sus": "suspended"}  # fmt: skip
+_PORTAL_CODES = {
+    "exe": "in_force",
+    "new": "in_force",
+    "upd": "updated",
+    "ref": "repealed",
+    "rep": "repealed",
+    "nvd": "not_in_force",
+    "sus": "suspended",
+}
 # CSS class of adilet's status label, when its text is missing or unusual (``status_yts`` = утративший силу).
 _CSS = {"status_yts": "repealed", "status_new": "in_force", "status_nvd": "not_in_force"}
 

@@ -116,20 +116,33 @@ def create_app(config: ServeConfig) -> FastAPI:
     app.mount("/static", StaticFiles(directory=str(HERE / "static")), name="static")
     # MCP over streamable HTTP at /mcp: stateless JSON answers (no session to keep, nothing streamed), its route
     # put beside the API's so the token, the bounds and the metrics below cover it the same way
-    mcp_app = tools.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
-                                        host=config.host, max_request_body_size=MAX_MCP_BODY)  # fmt: skip
+    mcp_app = tools.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        host=config.host,
+        max_request_body_size=MAX_MCP_BODY,
+    )
     app.router.routes.extend(mcp_app.routes)
 
     if config.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(config.cors_origins), allow_methods=["GET", "POST"],
-                           allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
-                           expose_headers=["X-Request-Id", "X-Zan-Version"])  # fmt: skip
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(config.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Authorization", "Content-Type", "Mcp-Session-Id", "Mcp-Protocol-Version"],
+            expose_headers=["X-Request-Id", "X-Zan-Version"],
+        )
     app.add_middleware(GuardAndMeasure, token=config.token, metrics=metrics, served=served, limits=config.limits)
 
     # --- the API ----------------------------------------------------------------------------------------
 
-    @app.get("/api/lookup", tags=["api"], summary="Resolve a question's identifiers, fetch only their chunks",
-             response_model=LookupAnswer)  # fmt: skip
+    @app.get(
+        "/api/lookup",
+        tags=["api"],
+        summary="Resolve a question's identifiers, fetch only their chunks",
+        response_model=LookupAnswer,
+    )
     async def api_lookup(
         q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_PARAM, description="The question.")],
         k_per_doc: Annotated[int, Query(ge=1, le=MAX_K_PER_DOC, description="Chunks per matched document.")] = 5,
@@ -141,11 +154,15 @@ def create_app(config: ServeConfig) -> FastAPI:
         lookup, snap = served.snapshot()
         result = await blocking(_answer, lookup, snap, q, k_per_doc, as_of, k)
         metrics.lookups.labels(result.status).inc()
-        return Response(result.model_dump_json(by_alias=True), media_type="application/json",
-                        headers={"X-Zan-Version": str(result.version)})  # fmt: skip
+        return Response(
+            result.model_dump_json(by_alias=True),
+            media_type="application/json",
+            headers={"X-Zan-Version": str(result.version)},
+        )
 
-    @app.get("/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time",
-             response_model=DocumentList)  # fmt: skip
+    @app.get(
+        "/api/documents", tags=["api"], summary="Registry rows, filtered, a page at a time", response_model=DocumentList
+    )
     async def api_documents(
         q: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
         doc_type: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
@@ -157,8 +174,12 @@ def create_app(config: ServeConfig) -> FastAPI:
         found = await blocking(search_documents, snap, q, doc_type, issuer, status, page)
         return _typed(DocumentList, found)
 
-    @app.get("/api/documents/{doc_id}", tags=["api"], summary="One document: requisites, status, articles, lineage",
-             response_model=Document)  # fmt: skip
+    @app.get(
+        "/api/documents/{doc_id}",
+        tags=["api"],
+        summary="One document: requisites, status, articles, lineage",
+        response_model=Document,
+    )
     async def api_document(doc_id: str, page: PageQuery = 1) -> Response:
         """Articles and changes come a page at a time (`page` of `pages`, each list's `totals`)."""
         _, snap = served.snapshot()
@@ -167,8 +188,12 @@ def create_app(config: ServeConfig) -> FastAPI:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
         return _typed(Document, found)
 
-    @app.get("/api/documents/{doc_id}/articles/{label}", tags=["api"], summary="One article with notes, lineage",
-             response_model=Article)  # fmt: skip
+    @app.get(
+        "/api/documents/{doc_id}/articles/{label}",
+        tags=["api"],
+        summary="One article with notes, lineage",
+        response_model=Article,
+    )
     async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> Response:
         """Chunks (by size) and changes come a page at a time (`page` of `pages`, `totals`)."""
         _, snap = served.snapshot()
@@ -177,8 +202,12 @@ def create_app(config: ServeConfig) -> FastAPI:
             raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
         return _typed(Article, found)
 
-    @app.get("/api/documents/{doc_id}/history", tags=["api"], summary="An act's versions and what each changed",
-             response_model=History)  # fmt: skip
+    @app.get(
+        "/api/documents/{doc_id}/history",
+        tags=["api"],
+        summary="An act's versions and what each changed",
+        response_model=History,
+    )
     async def api_history(doc_id: str) -> Response:
         """Each version of the act (from the git history a run read): its date, commit, and the parts it
         changed with a word diff. Empty for an act not read from git."""
@@ -188,28 +217,44 @@ def create_app(config: ServeConfig) -> FastAPI:
             raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:MAX_FIELD_CHARS]!r}")
         return _typed(History, found)
 
-    @app.get("/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects",
-             response_model=Runs)  # fmt: skip
+    @app.get(
+        "/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects", response_model=Runs
+    )
     async def api_runs(limit: Annotated[int, Query(ge=1, le=MAX_RUNS)] = 50) -> Response:
         runs = await blocking(served.history.runs, limit)
         failures = await blocking(served.history.task_failures, limit)
         current = served.lookup.held().version if served.lookup else None
-        return _typed(Runs, {"current_version": current, "runs": [r.as_dict() for r in runs],
-                             "task_failures": failures})  # fmt: skip
+        return _typed(
+            Runs, {"current_version": current, "runs": [r.as_dict() for r in runs], "task_failures": failures}
+        )
 
-    @app.get("/livez", tags=["operations"], summary="The process answers (liveness: restart it when this fails)",
-             response_model=Health)  # fmt: skip
+    @app.get(
+        "/livez",
+        tags=["operations"],
+        summary="The process answers (liveness: restart it when this fails)",
+        response_model=Health,
+    )
     async def livez() -> JSONResponse:
         return JSONResponse({"status": "ok"})
 
-    @app.get("/readyz", tags=["operations"], summary="A version is served (readiness: route traffic here)",
-             response_model=Health, responses={503: {"model": Health}})  # fmt: skip
+    @app.get(
+        "/readyz",
+        tags=["operations"],
+        summary="A version is served (readiness: route traffic here)",
+        response_model=Health,
+        responses={503: {"model": Health}},
+    )
     async def readyz(request: Request) -> JSONResponse:
         """200 with the version while one is served; 503 while none can be (starting, or nothing published)."""
         return await healthz(request)
 
-    @app.get("/healthz", tags=["operations"], summary="The version served; 503 while none can be",
-             response_model=Health, responses={503: {"model": Health}})  # fmt: skip
+    @app.get(
+        "/healthz",
+        tags=["operations"],
+        summary="The version served; 503 while none can be",
+        response_model=Health,
+        responses={503: {"model": Health}},
+    )
     async def healthz(request: Request) -> JSONResponse:
         """Healthy or not, and the version served; why (which may name paths) only to a request that carries
         the token, on a server that has one."""
@@ -224,8 +269,13 @@ def create_app(config: ServeConfig) -> FastAPI:
             body["warning"] = served.problem if detailed else served.problem_kind
         return JSONResponse(body)
 
-    @app.get("/metrics", tags=["operations"], summary="Prometheus text format", response_class=PlainTextResponse,
-             responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}})  # fmt: skip
+    @app.get(
+        "/metrics",
+        tags=["operations"],
+        summary="Prometheus text format",
+        response_class=PlainTextResponse,
+        responses={200: {"content": {"text/plain": {"schema": {"type": "string"}}}}},
+    )
     async def prometheus() -> Response:
         body, content_type = metrics.render()
         return PlainTextResponse(body, media_type=content_type)
@@ -243,14 +293,18 @@ def create_app(config: ServeConfig) -> FastAPI:
         """The published data cannot answer (a missing index, another embedder's): the server's state, not the
         client's question."""
         log.warning("request %s: %s", request_id(request.scope), exc)
-        return JSONResponse({"detail": "the published version cannot answer this now", "request_id":
-                             request_id(request.scope)}, status_code=503, headers={"Retry-After": "5"})  # fmt: skip
+        return JSONResponse(
+            {"detail": "the published version cannot answer this now", "request_id": request_id(request.scope)},
+            status_code=503,
+            headers={"Retry-After": "5"},
+        )
 
     return app
 
 
-def _answer(lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.date | None = None,
-            k: int = 10) -> LookupAnswer:  # fmt: skip
+def _answer(
+    lookup: Lookup, snap: Snapshot, q: str, k_per_doc: int, as_of: dt.date | None = None, k: int = 10
+) -> LookupAnswer:
     return lookup.route(q, k_per_doc=k_per_doc, k=k, snapshot=snap, as_of=as_of).answer()
 
 
@@ -264,8 +318,10 @@ def _typed(model: type[BaseModel], found: dict[str, Any]) -> Response:
 
 
 # Every response: no script but our own (the pages have none), nothing framed, nothing sniffed, no referrer.
-CSP = ("default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; "
-       "frame-ancestors 'none'; img-src 'self' data:; style-src 'self'")  # fmt: skip
+CSP = (
+    "default-src 'self'; script-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "frame-ancestors 'none'; img-src 'self' data:; style-src 'self'"
+)
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -295,8 +351,7 @@ class GuardAndMeasure:
     extra task and stream): the header count and line bounds (431), the cap on requests in flight (503 with
     ``Retry-After``), the token, the security headers, the metrics and ``X-Zan-Version``."""
 
-    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics, served: Served,
-                 limits: ServeLimits) -> None:  # fmt: skip
+    def __init__(self, app: ASGIApp, token: str | None, metrics: Metrics, served: Served, limits: ServeLimits) -> None:
         self.app, self.token, self.metrics, self.served, self.limits = app, token, metrics, served, limits
         self.in_flight = 0
 
@@ -332,15 +387,21 @@ class GuardAndMeasure:
             log.exception("request %s failed", rid)
             if status[0]:  # the answer had begun: nothing more can be sent on it
                 raise
-            await JSONResponse({"detail": "internal error", "request_id": rid}, status_code=500)(scope, receive,
-                                                                                                 sending)  # fmt: skip
+            await JSONResponse({"detail": "internal error", "request_id": rid}, status_code=500)(
+                scope, receive, sending
+            )
         finally:
             self.in_flight -= capped
             route = scope.get("route")  # set by the router on this same scope
             seconds = time.perf_counter() - started
             self.metrics.observe(getattr(route, "path", "unmatched"), status[0] or 500, seconds)
-            line = {"id": rid, "method": scope["method"], "path": scope["path"], "status": status[0] or 500,
-                    "ms": round(seconds * 1000, 1)}  # fmt: skip
+            line = {
+                "id": rid,
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status[0] or 500,
+                "ms": round(seconds * 1000, 1),
+            }
             access.info("%s %s %s", scope["method"], scope["path"], status[0] or 500, extra={"request": line})
 
     def _refusal(self, scope: Scope, capped: bool) -> Response | None:
@@ -348,14 +409,19 @@ class GuardAndMeasure:
         if len(headers) > self.limits.max_headers:
             return JSONResponse({"detail": f"more than {self.limits.max_headers} header fields"}, status_code=431)
         if any(len(name) + len(value) + 2 > self.limits.max_header_line for name, value in headers):
-            return JSONResponse({"detail": f"a header field is over {self.limits.max_header_line} bytes"},
-                                status_code=431)  # fmt: skip
+            return JSONResponse(
+                {"detail": f"a header field is over {self.limits.max_header_line} bytes"}, status_code=431
+            )
         if capped and self.in_flight > self.limits.max_in_flight:
-            return JSONResponse({"detail": f"over {self.limits.max_in_flight} requests in flight; retry"},
-                                status_code=503, headers={"Retry-After": str(self.limits.retry_after)})  # fmt: skip
+            return JSONResponse(
+                {"detail": f"over {self.limits.max_in_flight} requests in flight; retry"},
+                status_code=503,
+                headers={"Retry-After": str(self.limits.retry_after)},
+            )
         if self.token and scope["path"] not in OPEN and not _authorised(Headers(scope=scope), self.token):
-            return JSONResponse({"detail": "a bearer token is required"}, status_code=401,
-                                headers={"WWW-Authenticate": "Bearer"})  # fmt: skip
+            return JSONResponse(
+                {"detail": "a bearer token is required"}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
+            )
         return None
 
 
@@ -376,8 +442,15 @@ def serve(config: ServeConfig, host: str = "127.0.0.1", port: int = 8787, log_fo
     config = dataclasses.replace(config, host=host)
     limits = config.limits
     _files_for(limits.max_connections)
-    uvicorn.run(create_app(config), host=host, port=port, log_level="warning", access_log=False,
-                http=bounded_protocol(limits), timeout_keep_alive=limits.keep_alive)  # fmt: skip
+    uvicorn.run(
+        create_app(config),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        http=bounded_protocol(limits),
+        timeout_keep_alive=limits.keep_alive,
+    )
 
 
 def _files_for(connections: int) -> None:

@@ -46,8 +46,14 @@ user. / zan отвечает на вопросы о законодательст
 вызывайте `lookup` с вопросом пользователя; при `ambiguous` спросите, какой документ из `candidates` нужен;
 при `not_found` скажите, что документа нет в реестре, и не отвечайте по другому документу."""
 
-Query = Annotated[str, Field(min_length=1, max_length=MAX_QUERY_PARAM,
-                             description="The user's question as written / вопрос пользователя как есть.")]  # fmt: skip
+Query = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_QUERY_PARAM,
+        description="The user's question as written / вопрос пользователя как есть.",
+    ),
+]
 KPerDoc = Annotated[int, Field(ge=1, le=MAX_K_PER_DOC, description="Passages per matched document.")]
 Page = Annotated[int, Field(ge=1, le=10_000, description="Which page of a long text (see `pages`).")]
 Source = Callable[[], tuple[Lookup, Snapshot]]  # the lookup and the version a call answers from
@@ -56,8 +62,13 @@ Source = Callable[[], tuple[Lookup, Snapshot]]  # the lookup and the version a c
 def build_mcp(source: Source, history: RunHistory, limiter: anyio.CapacityLimiter | None = None) -> MCPServer:
     """The MCP server over whatever ``source`` gives: a `zan serve` process's current version, or a lookup
     opened by `zan mcp`. Blocking work runs in worker threads (bounded by ``limiter``)."""
-    server: MCPServer = MCPServer(name="zan", title="zan — законодательство РК и стандарты безопасности",
-                                  instructions=INSTRUCTIONS, version=_version(), log_level="WARNING")  # fmt: skip
+    server: MCPServer = MCPServer(
+        name="zan",
+        title="zan — законодательство РК и стандарты безопасности",
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        log_level="WARNING",
+    )
     read_only = ToolAnnotations(
         read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
     )
@@ -116,8 +127,9 @@ def build_mcp(source: Source, history: RunHistory, limiter: anyio.CapacityLimite
         def answer() -> Reading:
             found, snap = source()
             resolved = found.resolve(query, snap)
-            passages = [Passage.model_validate(p) for d, n in _exact_plan(resolved).items()
-                        for p in _passages(snap, d, n, page)]  # fmt: skip
+            passages = [
+                Passage.model_validate(p) for d, n in _exact_plan(resolved).items() for p in _passages(snap, d, n, page)
+            ]
             return Reading(**_head(resolved), passages=passages)
 
         result: Reading = await blocking(answer)
@@ -168,8 +180,9 @@ def _version() -> str:
 
 def _head(resolved: RouteResult) -> dict[str, Any]:
     answer = resolved.answer()
-    return Resolved(query=answer.query, status=answer.status, hint=answer.hint, version=answer.version,
-                    matches=answer.matches).model_dump()  # fmt: skip
+    return Resolved(
+        query=answer.query, status=answer.status, hint=answer.hint, version=answer.version, matches=answer.matches
+    ).model_dump()
 
 
 def _exact_plan(resolved: RouteResult) -> dict[str, Narrowing]:
@@ -185,8 +198,9 @@ def _passages(snap: Snapshot, doc_id: str, narrowing: Narrowing, page: int) -> l
         return [found] if found else []
     out = []
     for label in narrowing.articles:
-        found = passage(snap, doc_id, Narrowing((label,), narrowing.sections, narrowing.points, narrowing.in_annex),
-                        page)  # fmt: skip
+        found = passage(
+            snap, doc_id, Narrowing((label,), narrowing.sections, narrowing.points, narrowing.in_annex), page
+        )
         if found:
             out.append(found)
     return out

@@ -24,14 +24,18 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         self.requests = Counter("zan_requests", "HTTP requests answered", ["route", "status"], registry=self.registry)
-        self.latency = Histogram("zan_request_seconds", "Time to answer a request", ["route"], buckets=BUCKETS,
-                                 registry=self.registry)  # fmt: skip
-        self.version = Gauge("zan_version_served", "1 for the published version being served", ["version"],
-                             registry=self.registry)  # fmt: skip
-        self.switches = Counter("zan_version_switches", "Times a newly published version was swapped in",
-                                registry=self.registry)  # fmt: skip
-        self.lookups = Counter("zan_lookups", "Questions answered, by the answer's status", ["status"],
-                               registry=self.registry)  # fmt: skip
+        self.latency = Histogram(
+            "zan_request_seconds", "Time to answer a request", ["route"], buckets=BUCKETS, registry=self.registry
+        )
+        self.version = Gauge(
+            "zan_version_served", "1 for the published version being served", ["version"], registry=self.registry
+        )
+        self.switches = Counter(
+            "zan_version_switches", "Times a newly published version was swapped in", registry=self.registry
+        )
+        self.lookups = Counter(
+            "zan_lookups", "Questions answered, by the answer's status", ["status"], registry=self.registry
+        )
         ProcessCollector(registry=self.registry)  # memory, CPU seconds, open files of this process
         PlatformCollector(registry=self.registry)
         self._served: str | None = None

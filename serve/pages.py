@@ -133,6 +133,12 @@ def run_charts(runs: list[RunSummary]) -> list[str]:
     }
     charts.append(stacked_bars("Изменения по классам, по запускам", run_labels, changed))
     stages = list(dict.fromkeys(s for r in ordered for s in r.seconds))
-    charts.append(stacked_bars("Секунды по стадиям, по запускам", run_labels,
-                               {s: [r.seconds.get(s, 0.0) for r in ordered] for s in stages}, unit=" s"))  # fmt: skip
+    charts.append(
+        stacked_bars(
+            "Секунды по стадиям, по запускам",
+            run_labels,
+            {s: [r.seconds.get(s, 0.0) for r in ordered] for s in stages},
+            unit=" s",
+        )
+    )
     return charts

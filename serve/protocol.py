@@ -48,9 +48,13 @@ class _Connection(h11.Connection):
 def raw_response(status: int, reason: str, message: str, extra: tuple[tuple[bytes, bytes], ...] = ()) -> bytes:
     """A whole ``Connection: close`` response, written without h11 (no request may have been read)."""
     body = message.encode()
-    head = [f"HTTP/1.1 {status} {reason}".encode(), b"content-type: text/plain; charset=utf-8",
-            b"content-length: " + str(len(body)).encode(), b"connection: close",
-            *(name + b": " + value for name, value in (*SECURITY_HEADERS, *extra))]  # fmt: skip
+    head = [
+        f"HTTP/1.1 {status} {reason}".encode(),
+        b"content-type: text/plain; charset=utf-8",
+        b"content-length: " + str(len(body)).encode(),
+        b"connection: close",
+        *(name + b": " + value for name, value in (*SECURITY_HEADERS, *extra)),
+    ]
     return b"\r\n".join(head) + b"\r\n\r\n" + body
 
 
@@ -69,8 +73,9 @@ class BoundedH11Protocol(H11Protocol):
         super().connection_made(transport)  # type: ignore[arg-type]
         if len(self.connections) > self.limits.max_connections:
             retry = (b"retry-after", str(self.limits.retry_after).encode())
-            self._close_with(raw_response(503, "Service Unavailable", "too many open connections; retry later\n",
-                                          (retry,)), linger=0)  # fmt: skip
+            self._close_with(
+                raw_response(503, "Service Unavailable", "too many open connections; retry later\n", (retry,)), linger=0
+            )
             return
         self._arm()
 

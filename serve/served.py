@@ -53,8 +53,9 @@ class Served:
     def _open(self) -> None:
         rows()  # the query grammar (~0.5 s), built before the first question rather than by it
         try:
-            lookup = Lookup.open(self.config.home, self.config.chroma_url, self.config.embedder,
-                                 self.config.max_candidates)  # fmt: skip
+            lookup = Lookup.open(
+                self.config.home, self.config.chroma_url, self.config.embedder, self.config.max_candidates
+            )
         except (ZanError, OSError, ValueError) as exc:
             self._say("no published version can be opened", exc)
             return
@@ -96,6 +97,7 @@ class Served:
 
     def snapshot(self) -> tuple[Lookup, Snapshot]:
         if self.lookup is None:
-            raise HTTPException(503, detail=f"no published version can be served now: {self.problem_kind}",
-                                headers={"Retry-After": "5"})  # fmt: skip
+            raise HTTPException(
+                503, detail=f"no published version can be served now: {self.problem_kind}", headers={"Retry-After": "5"}
+            )
         return self.lookup, self.lookup.held()

@@ -36,10 +36,31 @@ ARTICLES_PER_PAGE = 500
 CHANGES_PER_PAGE = 200
 ARTICLE_PAGE_CHARS = 80_000  # ≤ 160 KB of Cyrillic, ≤ 400 KB were every character one HTML escapes
 MAX_TEXT_CHARS = 25_000
-REQUISITES = ("doc_id", "doc_title", "doc_type", "adilet_id", "issuer", "issuer_full", "order_number", "law_zrk",
-              "date_approved", "registration_number", "registration_date", "jurisdiction", "status", "language",
-              "languages", "source_url", "intl_org", "intl_section", "aliases", "repealed_by", "repealed_on",
-              "replaced_by", "amends")  # fmt: skip
+REQUISITES = (
+    "doc_id",
+    "doc_title",
+    "doc_type",
+    "adilet_id",
+    "issuer",
+    "issuer_full",
+    "order_number",
+    "law_zrk",
+    "date_approved",
+    "registration_number",
+    "registration_date",
+    "jurisdiction",
+    "status",
+    "language",
+    "languages",
+    "source_url",
+    "intl_org",
+    "intl_section",
+    "aliases",
+    "repealed_by",
+    "repealed_on",
+    "replaced_by",
+    "amends",
+)
 
 
 @dataclass
@@ -94,8 +115,9 @@ def search_documents(
     """Registry rows matching every filter given, a page of :data:`PAGE_SIZE`. ``q``: the documents its
     identifiers resolve to (the lookup's own resolution: «приказ 211» lists the three orders numbered 211),
     else the documents whose title, doc_id, adilet id or an alias contains it (case-folded)."""
-    q, doc_type, issuer, status = (bounded(v, n) for v, n in ((q, "q"), (doc_type, "doc_type"), (issuer, "issuer"),
-                                                               (status, "status")))  # fmt: skip
+    q, doc_type, issuer, status = (
+        bounded(v, n) for v, n in ((q, "q"), (doc_type, "doc_type"), (issuer, "issuer"), (status, "status"))
+    )
     if not 1 <= page <= MAX_PAGE:
         raise BadQuestion(f"page must be between 1 and {MAX_PAGE}")
     docs = documents_of(snap).rows
@@ -135,8 +157,19 @@ def _haystack(row: dict[str, Any]) -> str:
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    keys = ("doc_id", "doc_title", "doc_type", "adilet_id", "issuer", "order_number", "law_zrk", "date_approved",
-            "status", "repealed_by", "replaced_by")  # fmt: skip
+    keys = (
+        "doc_id",
+        "doc_title",
+        "doc_type",
+        "adilet_id",
+        "issuer",
+        "order_number",
+        "law_zrk",
+        "date_approved",
+        "status",
+        "repealed_by",
+        "replaced_by",
+    )
     return {k: _json(row.get(k)) for k in keys}
 
 
@@ -151,8 +184,9 @@ def document(snap: Snapshot, doc_id: str, history: RunHistory, page: int = 1) ->
     if row is None or info is None:
         return None
     labels = sorted(info.article_labels, key=article_order)
-    changed_by = sorted(docs.changes_of.get(doc_id, []), key=lambda c: (article_order(c.article), c.by_date or
-                                                                         dt.date.min))  # fmt: skip
+    changed_by = sorted(
+        docs.changes_of.get(doc_id, []), key=lambda c: (article_order(c.article), c.by_date or dt.date.min)
+    )
     made: list[Change] = []
     for number in _own_numbers(row):
         made += snap.lineage.changed_by(number)
@@ -176,7 +210,7 @@ def document(snap: Snapshot, doc_id: str, history: RunHistory, page: int = 1) ->
             _pages(len(labels), ARTICLES_PER_PAGE),
             _pages(len(changed_by), CHANGES_PER_PAGE),
             _pages(len(made), CHANGES_PER_PAGE),
-        ),  # fmt: skip
+        ),
         "totals": totals,
     }
 
@@ -271,8 +305,10 @@ def _natural(chunk_id: str) -> tuple[int, list[list[tuple[int, int | str]]]]:
     unit = chunk_id.split(":")[1] if ":" in chunk_id else chunk_id
     unit = unit.split("/", 1)[1] if unit.startswith(("kaz/", "rus/", "eng/")) else unit
     where = 0 if unit.startswith("pre") else 2 if unit.startswith("annex") else 1
-    parts = [[(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", part) if p]
-             for part in re.split(r"[:/-]", chunk_id)]  # fmt: skip
+    parts = [
+        [(0, int(p)) if p.isdigit() else (1, p) for p in re.split(r"(\d+)", part) if p]
+        for part in re.split(r"[:/-]", chunk_id)
+    ]
     return where, parts
 
 
@@ -317,8 +353,20 @@ def _parts(chunk: dict[str, Any]) -> list[dict[str, Any]]:
     if current:
         slices.append("\n".join(current))
     first = {**chunk, "notes": slices[0]}
-    return [first, *({"chunk_id": chunk.get("chunk_id"), "language": chunk.get("language"), "heading": None,
-                      "text": "", "notes": part, "continued": True} for part in slices[1:])]  # fmt: skip
+    return [
+        first,
+        *(
+            {
+                "chunk_id": chunk.get("chunk_id"),
+                "language": chunk.get("language"),
+                "heading": None,
+                "text": "",
+                "notes": part,
+                "continued": True,
+            }
+            for part in slices[1:]
+        ),
+    ]
 
 
 def _chunk_texts(snap: Snapshot, rows: pa.Table) -> list[dict[str, Any]]:

@@ -9,7 +9,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from extractors.requisites import parse_requisites
-from schemas.reference import parse_date
 from schemas.designations import FAMILIES, find_designations
 from schemas.identifiers import (
     canonical_adilet_id,
@@ -20,6 +19,7 @@ from schemas.identifiers import (
     normalize_space,
     order_key,
 )
+from schemas.reference import parse_date
 
 
 @pytest.mark.parametrize(

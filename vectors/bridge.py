@@ -117,8 +117,9 @@ def drawn_units(enriched: Path, limit: int = MAX_UNITS) -> Units:
         if not len(picked):
             continue
         taken = batch.take(pa.array(picked))
-        for unit, language, text in zip(rows_unit[picked].tolist(), *(taken.column(c).to_pylist() for c in columns),
-                                        strict=True):  # fmt: skip
+        for unit, language, text in zip(
+            rows_unit[picked].tolist(), *(taken.column(c).to_pylist() for c in columns), strict=True
+        ):
             if language not in LANGUAGES or not text:
                 continue
             held = units.setdefault(keys[unit], {}).setdefault(language, [])
@@ -223,8 +224,12 @@ def _learn(pairs: Iterable[tuple[str, str]], out: Path) -> int:
             surface[stem.stemWord(word)][word] += 1
         for word in words(kaz):
             kaz_surface[kazakh_terms([word])[0]][word] += 1
-    table = {"kaz": _translation(kaz_sets, rus_sets), "rus": _translation(rus_sets, kaz_sets),
-             "forms": {"rus": _forms(surface), "kaz": _forms(kaz_surface)}, "pairs": len(kaz_sets)}  # fmt: skip
+    table = {
+        "kaz": _translation(kaz_sets, rus_sets),
+        "rus": _translation(rus_sets, kaz_sets),
+        "forms": {"rus": _forms(surface), "kaz": _forms(kaz_surface)},
+        "pairs": len(kaz_sets),
+    }
     out.write_text(json.dumps(table, ensure_ascii=False, sort_keys=True), "utf-8")
     return len(kaz_sets)
 

@@ -164,8 +164,11 @@ def build_centroids(
     if ids:  # written a block of rows at a time: no second matrix of every document beside the sums
         dim = dims.pop()
         with open(tmp / "vectors.npy", "wb") as handle:
-            header = {"descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)), "fortran_order": False,
-                      "shape": (len(ids), dim)}  # fmt: skip
+            header = {
+                "descr": np.lib.format.dtype_to_descr(np.dtype(np.float32)),
+                "fortran_order": False,
+                "shape": (len(ids), dim),
+            }
             np.lib.format.write_array_header_1_0(handle, header)
             for start in range(0, len(ids), block):
                 part = np.empty((min(block, len(ids) - start), dim), np.float32)
@@ -193,8 +196,7 @@ def _doc_digests(reader: pq.ParquetFile, block: int) -> dict[str, str]:
     """Each document's digest of its chunks' ``text_hash`` values in file order, in the order first named."""
     running: dict[str, Any] = {}
     for batch in reader.iter_batches(batch_size=block, columns=["doc_id", "text_hash"]):
-        for doc, digest in zip(batch.column("doc_id").to_pylist(), batch.column("text_hash").to_pylist(),
-                               strict=True):  # fmt: skip
+        for doc, digest in zip(batch.column("doc_id").to_pylist(), batch.column("text_hash").to_pylist(), strict=True):
             held = running.get(doc)
             if held is None:
                 held = running[doc] = hashlib.blake2b(digest_size=16)
@@ -212,8 +214,11 @@ def _kept_centroids(previous: Path, digests: dict[str, str]) -> tuple[np.ndarray
     vectors = np.load(previous / "vectors.npy", mmap_mode="r")
     if len(before) != len(ids) or len(vectors) != len(ids):
         return None, {}
-    kept = {doc: n for n, (doc, digest) in enumerate(zip(ids, before, strict=True))
-            if digest is not None and digests.get(doc) == digest}  # fmt: skip
+    kept = {
+        doc: n
+        for n, (doc, digest) in enumerate(zip(ids, before, strict=True))
+        if digest is not None and digests.get(doc) == digest
+    }
     return (vectors if kept else None), kept
 
 

@@ -158,5 +158,7 @@ def spec_of_version(manifest_spec: str | None, manifest_id: str) -> str:
         return manifest_spec
     if manifest_id.startswith("hash-"):
         return "hash"
-    raise EmbedderError(f"the published version was embedded by {manifest_id!r}: give --embedder (it was written "
-                        "before versions recorded how to make their embedder)")  # fmt: skip
+    raise EmbedderError(
+        f"the published version was embedded by {manifest_id!r}: give --embedder (it was written "
+        "before versions recorded how to make their embedder)"
+    )

@@ -49,11 +49,18 @@ class Collection(Protocol):
 
     def count(self) -> int: ...
 
-    def get(self, ids: list[str] | None = ..., where: dict[str, Any] | None = ..., limit: int | None = ...,
-            offset: int | None = ..., include: list[str] = ...) -> Any: ...  # fmt: skip
+    def get(
+        self,
+        ids: list[str] | None = ...,
+        where: dict[str, Any] | None = ...,
+        limit: int | None = ...,
+        offset: int | None = ...,
+        include: list[str] = ...,
+    ) -> Any: ...
 
-    def query(self, query_embeddings: Any, n_results: int = ..., where: dict[str, Any] | None = ...,
-              include: list[str] = ...) -> Any: ...  # fmt: skip
+    def query(
+        self, query_embeddings: Any, n_results: int = ..., where: dict[str, Any] | None = ..., include: list[str] = ...
+    ) -> Any: ...
 
     def upsert(self, ids: list[str], embeddings: Any, documents: Any = ..., metadatas: Any = ...) -> None: ...
 
@@ -110,10 +117,16 @@ def open_client(chroma_path: Path | None = None, chroma_url: str | None = None, 
         url = urlparse(chroma_url)
         token = token if token is not None else os.environ.get("ZAN_CHROMA_TOKEN") or None
         try:
-            return cast(Client, chromadb.HttpClient(
-                host=url.hostname or "127.0.0.1", port=url.port or 8000, ssl=url.scheme == "https",
-                headers={"Authorization": f"Bearer {token}"} if token else None, settings=settings,
-            ))  # fmt: skip
+            return cast(
+                Client,
+                chromadb.HttpClient(
+                    host=url.hostname or "127.0.0.1",
+                    port=url.port or 8000,
+                    ssl=url.scheme == "https",
+                    headers={"Authorization": f"Bearer {token}"} if token else None,
+                    settings=settings,
+                ),
+            )
         except ValueError as exc:  # chromadb's words for a server that does not answer its heartbeat
             if any(word in str(exc).lower() for word in _REFUSED):
                 said = "ZAN_CHROMA_TOKEN is not set" if not token else "the token in ZAN_CHROMA_TOKEN was refused"
@@ -132,9 +145,15 @@ def index_state(collection: Collection) -> pa.Table:
     while True:
         page = collection.get(include=["metadatas"], limit=BATCH * 10, offset=offset)
         metas = [m or {} for m in page["metadatas"]]
-        pages.append(pa.table({"chunk_id": pa.array(page["ids"], pa.string()),
-                               "text_hash": pa.array([m.get("text_hash") for m in metas], pa.string()),
-                               "meta_hash": meta_hashes(metadata_table(metas))}))  # fmt: skip
+        pages.append(
+            pa.table(
+                {
+                    "chunk_id": pa.array(page["ids"], pa.string()),
+                    "text_hash": pa.array([m.get("text_hash") for m in metas], pa.string()),
+                    "meta_hash": meta_hashes(metadata_table(metas)),
+                }
+            )
+        )
         if len(page["ids"]) < BATCH * 10:
             return pa.concat_tables(pages)
         offset += len(page["ids"])

@@ -185,7 +185,7 @@ def row_keys(hashes: list[str | None], languages: list[str | None]) -> np.ndarra
         (
             int(h[:15], 16) ^ (_LANGUAGE_BITS.get(lang or "", 7) << 60) if h else -1
             for h, lang in zip(hashes, languages, strict=True)
-        ),  # fmt: skip
+        ),
         np.int64,
         len(hashes),
     )

@@ -98,18 +98,27 @@ class SentenceTransformerEmbedder:
     prefixes come from ``family=e5`` (or are read from the folder's name), or are given as
     ``query_prefix=…&passage_prefix=…``."""
 
-    def __init__(self, model_path: Path, batch_size: str | int = 32, family: str = "", query_prefix: str = "",
-                 passage_prefix: str = "") -> None:  # fmt: skip
+    def __init__(
+        self,
+        model_path: Path,
+        batch_size: str | int = 32,
+        family: str = "",
+        query_prefix: str = "",
+        passage_prefix: str = "",
+    ) -> None:
         if not Path(model_path).is_dir():
             raise ModelMissing(f"model folder {model_path} does not exist (models are never downloaded)")
         self.path = Path(model_path)
         self.batch_size = int(batch_size)
         family = family or ("e5" if "e5" in self.path.name.lower() else "")
-        self.prefixes = (query_prefix, passage_prefix) if (query_prefix or passage_prefix) else _PREFIXES.get(
-            family, ("", "")
-        )  # fmt: skip
-        self._options = {k: v for k, v in (("family", family), ("query_prefix", query_prefix),
-                                           ("passage_prefix", passage_prefix)) if v}  # fmt: skip
+        self.prefixes = (
+            (query_prefix, passage_prefix) if (query_prefix or passage_prefix) else _PREFIXES.get(family, ("", ""))
+        )
+        self._options = {
+            k: v
+            for k, v in (("family", family), ("query_prefix", query_prefix), ("passage_prefix", passage_prefix))
+            if v
+        }
         self._model: Any = None
 
     @property

@@ -66,8 +66,18 @@ def index_bytes(rows: int, text_bytes: int, dim: int) -> int:
 
 # What Chroma and SQLite say about a file that is not (or no longer) a database; and what they say about a
 # database that is only busy now (another writer, a full disk): that is never damage, and never rebuilt.
-_DAMAGE = ("file is not a database", "malformed", "corrupt", "disk image", "no such table", "no such column",
-           "hnsw", "segment", "unable to open database", "out of range")  # fmt: skip
+_DAMAGE = (
+    "file is not a database",
+    "malformed",
+    "corrupt",
+    "disk image",
+    "no such table",
+    "no such column",
+    "hnsw",
+    "segment",
+    "unable to open database",
+    "out of range",
+)
 _BUSY = ("locked", "busy", "timeout", "timed out", "no space left", "connection", "interrupted")
 
 
@@ -128,8 +138,10 @@ def _damage_or_raise(exc: Exception) -> str:
     if not _raised_by_the_index(exc):
         raise exc
     if not is_damage(exc):
-        raise IndexBusy(f"the embedded index could not be read now ({type(exc).__name__}: {str(exc)[:200]}); "
-                        "not damage: nothing was rebuilt, try again") from exc  # fmt: skip
+        raise IndexBusy(
+            f"the embedded index could not be read now ({type(exc).__name__}: {str(exc)[:200]}); "
+            "not damage: nothing was rebuilt, try again"
+        ) from exc
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -177,8 +189,11 @@ def rebuilt_copy(home: Path, embedder: Embedder, enriched: Path) -> Collection:
     import atexit
 
     atexit.register(shutil.rmtree, folder, True)
-    print(f"zan: the index under {home / 'chroma'} is damaged; answering from a copy rebuilt from the published "
-          "version (the next `zan run` repairs it)", file=sys.stderr)  # fmt: skip
+    print(
+        f"zan: the index under {home / 'chroma'} is damaged; answering from a copy rebuilt from the published "
+        "version (the next `zan run` repairs it)",
+        file=sys.stderr,
+    )
     collection, _ = rebuild(folder, embedder, enriched, VectorStore(home, embedder.id))
     return collection
 

@@ -76,10 +76,22 @@ class _Retryable(Exception):
 
 
 class ServiceEmbedder:
-    def __init__(self, url: str, model: str, mode: str = "", batch: str = "32", max_chars: str = "60000",
-                 concurrency: str = "4", timeout: str = "60", attempts: str = "5",
-                 key_env: str = "ZAN_EMBED_API_KEY", dim: str = "", backoff: str = "1", dimensions: str = "",
-                 encoding: str = "float") -> None:  # fmt: skip
+    def __init__(
+        self,
+        url: str,
+        model: str,
+        mode: str = "",
+        batch: str = "32",
+        max_chars: str = "60000",
+        concurrency: str = "4",
+        timeout: str = "60",
+        attempts: str = "5",
+        key_env: str = "ZAN_EMBED_API_KEY",
+        dim: str = "",
+        backoff: str = "1",
+        dimensions: str = "",
+        encoding: str = "float",
+    ) -> None:
         self.url, self.model = url.rstrip("/"), model
         self.mode = mode or ("prefix" if "e5" in model.lower() else "none")
         if self.mode not in ("prefix", "input_type", "none"):
@@ -108,9 +120,19 @@ class ServiceEmbedder:
             "dimensions": dimensions,
             "encoding": encoding,
         }
-        defaults = {"mode": "", "batch": "32", "max_chars": "60000", "concurrency": "4", "timeout": "60",
-                    "attempts": "5", "key_env": "ZAN_EMBED_API_KEY", "dim": "", "backoff": "1", "dimensions": "",
-                    "encoding": "float"}  # fmt: skip
+        defaults = {
+            "mode": "",
+            "batch": "32",
+            "max_chars": "60000",
+            "concurrency": "4",
+            "timeout": "60",
+            "attempts": "5",
+            "key_env": "ZAN_EMBED_API_KEY",
+            "dim": "",
+            "backoff": "1",
+            "dimensions": "",
+            "encoding": "float",
+        }
         self.spec = str(EmbedderSpec("openai", self.url, {k: v for k, v in given.items() if v != defaults.get(k)}))
         self._generation: str | None = None
         self._client = httpx.Client(timeout=httpx.Timeout(self.timeout, connect=min(10.0, self.timeout)))
@@ -194,8 +216,9 @@ class ServiceEmbedder:
             # in halves, or at the size another request already found to work when that is smaller
             size = self.batch if self.batch < len(texts) else (len(texts) + 1) // 2
             if size < self.batch:
-                log.warning("embeddings service %s refused %d texts a request (413): sending %d", self.url,
-                            len(texts), size)  # fmt: skip
+                log.warning(
+                    "embeddings service %s refused %d texts a request (413): sending %d", self.url, len(texts), size
+                )
             self.batch = min(self.batch, size)
             return np.vstack([self._request(texts[n : n + size], query) for n in range(0, len(texts), size)])
         except _Retryable as exc:
@@ -205,8 +228,7 @@ class ServiceEmbedder:
     def _wait(self, state: RetryCallState) -> float:
         """The policy's wait (:mod:`schemas.http_retry`: with jitter, or the service's Retry-After), logged."""
         error = state.outcome.exception() if state.outcome else None
-        log.warning("embeddings service %s: %s; attempt %d of %d", self.url, error, state.attempt_number,
-                    self.attempts)  # fmt: skip
+        log.warning("embeddings service %s: %s; attempt %d of %d", self.url, error, state.attempt_number, self.attempts)
         return self.policy.wait(state.attempt_number, error)
 
     def _once(self, body: dict[str, Any], count: int) -> np.ndarray:
@@ -223,8 +245,9 @@ class ServiceEmbedder:
         if response.status_code == 413:
             raise _TooLarge(f"HTTP 413: {_printable(response.text)[:200]}")
         if response.status_code >= 400:
-            raise EmbedderError(f"embeddings service {self.url}: HTTP {response.status_code}: "
-                                f"{_printable(response.text)[:200]}")  # fmt: skip
+            raise EmbedderError(
+                f"embeddings service {self.url}: HTTP {response.status_code}: {_printable(response.text)[:200]}"
+            )
         try:
             data = response.json()["data"]
             rows = sorted(data, key=lambda d: int(d.get("index", 0)))
@@ -234,8 +257,10 @@ class ServiceEmbedder:
         if vectors.ndim != 2 or len(vectors) != count:
             raise EmbedderError(f"embeddings service {self.url}: {len(vectors)} vectors for {count} texts")
         if self._dim and vectors.shape[1] != self._dim:
-            raise EmbedderError(f"embeddings service {self.url} answered {vectors.shape[1]}-dimension vectors; "
-                                f"this embedder is {self._dim}-dimension (model {self.model!r})")  # fmt: skip
+            raise EmbedderError(
+                f"embeddings service {self.url} answered {vectors.shape[1]}-dimension vectors; "
+                f"this embedder is {self._dim}-dimension (model {self.model!r})"
+            )
         self._dim = self._dim or int(vectors.shape[1])
         return vectors
 

@@ -38,5 +38,9 @@ def metadata(answer: LookupAnswer, chunk: Chunk) -> dict[str, Any]:
 
 def refusal(answer: LookupAnswer) -> dict[str, Any]:
     """Why nothing came back: the answer's status, hint and the identifiers that did not resolve."""
-    return {"lookup_status": answer.status, "hint": answer.hint, "version": answer.version,
-            "not_found": [m.raw for m in answer.matches if m.status == "not_found"]}  # fmt: skip
+    return {
+        "lookup_status": answer.status,
+        "hint": answer.hint,
+        "version": answer.version,
+        "not_found": [m.raw for m in answer.matches if m.status == "not_found"],
+    }

@@ -94,8 +94,9 @@ class ZanClient(_Base):
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, token, timeout, retries, backoff)
-        self._http = httpx.Client(base_url=self.base_url, headers=self.headers, timeout=self.timeout,
-                                  transport=transport)  # fmt: skip
+        self._http = httpx.Client(
+            base_url=self.base_url, headers=self.headers, timeout=self.timeout, transport=transport
+        )
 
     def __enter__(self) -> ZanClient:
         return self
@@ -124,8 +125,9 @@ class ZanClient(_Base):
         see :class:`~zan_client.models.LookupAnswer`."""
         return self._get("/api/lookup", LookupAnswer, _lookup_params(query, k_per_doc, as_of, k))
 
-    def documents(self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "",
-                  page: int = 1) -> DocumentList:  # fmt: skip
+    def documents(
+        self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "", page: int = 1
+    ) -> DocumentList:
         return self._get("/api/documents", DocumentList, _documents_params(q, doc_type, issuer, status, page))
 
     def document(self, doc_id: str, page: int = 1) -> Document:
@@ -159,8 +161,9 @@ class AsyncZanClient(_Base):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(base_url, token, timeout, retries, backoff)
-        self._http = httpx.AsyncClient(base_url=self.base_url, headers=self.headers, timeout=self.timeout,
-                                       transport=transport)  # fmt: skip
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, headers=self.headers, timeout=self.timeout, transport=transport
+        )
 
     async def __aenter__(self) -> AsyncZanClient:
         return self
@@ -184,12 +187,14 @@ class AsyncZanClient(_Base):
             await asyncio.sleep(wait)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def lookup(self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None,
-                     k: int = 10) -> LookupAnswer:  # fmt: skip
+    async def lookup(
+        self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None, k: int = 10
+    ) -> LookupAnswer:
         return await self._get("/api/lookup", LookupAnswer, _lookup_params(query, k_per_doc, as_of, k))
 
-    async def documents(self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "",
-                        page: int = 1) -> DocumentList:  # fmt: skip
+    async def documents(
+        self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "", page: int = 1
+    ) -> DocumentList:
         return await self._get("/api/documents", DocumentList, _documents_params(q, doc_type, issuer, status, page))
 
     async def document(self, doc_id: str, page: int = 1) -> Document:

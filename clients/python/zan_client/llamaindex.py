@@ -20,8 +20,16 @@ from zan_client.models import LookupAnswer
 
 
 class ZanRetriever(BaseRetriever):
-    def __init__(self, base_url: str = "http://127.0.0.1:8787", token: str | None = None, k_per_doc: int = 3,
-                 k: int = 10, timeout: float = 30.0, retries: int = 3, **kwargs: Any) -> None:  # fmt: skip
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8787",
+        token: str | None = None,
+        k_per_doc: int = 3,
+        k: int = 10,
+        timeout: float = 30.0,
+        retries: int = 3,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.base_url, self.token, self.k_per_doc, self.k = base_url, token, k_per_doc, k
         self.timeout, self.retries = timeout, retries
@@ -31,8 +39,10 @@ class ZanRetriever(BaseRetriever):
     def _nodes(self, answer: LookupAnswer) -> list[NodeWithScore]:
         found = passages(answer, self.k)
         self.last_refusal = None if found or answer.chunks else refusal(answer)
-        return [NodeWithScore(node=TextNode(id_=meta["chunk_id"], text=text, metadata=meta), score=score)
-                for text, meta, score in found]  # fmt: skip
+        return [
+            NodeWithScore(node=TextNode(id_=meta["chunk_id"], text=text, metadata=meta), score=score)
+            for text, meta, score in found
+        ]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self._nodes(self._client.lookup(query_bundle.query_str, k_per_doc=self.k_per_doc, k=self.k))
