@@ -54,11 +54,17 @@ class NoopCollection:
     def update(self, **_: Any) -> None: ...
 
 
-def apart(stage: Any) -> Any:
-    """``stage`` in a spawned process (``runs.child.in_own_process``), printing that process's own peak."""
+def apart(stage: Any, *args: Any) -> Any:
+    """``stage(state, *args)`` in a spawned process (``runs.child.in_own_process``, as ``zan run`` runs it)."""
     from runs.child import in_own_process
 
-    def call(state: Any) -> Any:
+    return children(lambda state: in_own_process(stage, state, *args, what=f"the {stage.__name__} stage"))
+
+
+def children(call: Any) -> Any:
+    """``call``, printing the peak of the processes it starts and what this one holds beside them."""
+
+    def watched(state: Any) -> Any:
         seen: dict[int, int] = {}
         done = threading.Event()
 
@@ -75,7 +81,7 @@ def apart(stage: Any) -> Any:
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
         try:
-            return in_own_process(stage, state, what=f"the {stage.__name__} stage")
+            return call(state)
         finally:
             done.set()
             watcher.join()
@@ -84,7 +90,7 @@ def apart(stage: Any) -> Any:
                 flush=True,
             )
 
-    return call
+    return watched
 
 
 def main() -> None:
@@ -97,7 +103,13 @@ def main() -> None:
                         "(kazlaw_scope.py, 200 commits of history)")  # fmt: skip
     parser.add_argument("--split-lexical", action="store_true", help="the BM25 build's own peak, apart from enrich")
     parser.add_argument("--split-enrich", action="store_true", help="each step of the enrich stage's own peak")
-    parser.add_argument("--own-processes", action="store_true", help="registry and enrich in spawned processes")
+    parser.add_argument(
+        "--own-processes",
+        action="store_true",
+        help="registry and enrich in spawned processes "
+        "(with --split-enrich, only registry: the split watches this process)",
+    )
+    parser.add_argument("--corpus", type=Path, help="make the corpus here, or reuse the one made there before")
     args = parser.parse_args()
     import pyarrow as pa
 
@@ -157,25 +169,33 @@ def main() -> None:
         indexing.collection_embedder = lambda *_: None
     with tempfile.TemporaryDirectory(prefix="zan-probe-") as name:
         tmp = Path(name)
-        if args.kazlaw:
+        corpus = args.corpus or tmp / "corpus"
+        if corpus.exists():
+            print(f"corpus {corpus} (made before)", flush=True)
+        elif args.kazlaw:
             import kazlaw_scope
 
-            kazlaw_scope.build(tmp / "corpus", args.chunks, 200)
+            kazlaw_scope.build(corpus, args.chunks, 200)
         elif args.shaped:
             from shaped import write
 
-            write(tmp / "corpus", args.chunks)
+            write(corpus, args.chunks)
         else:
-            write_corpus(tmp / "corpus", args.chunks)
+            write_corpus(corpus, args.chunks)
         embedder = HashingEmbedder()
-        state = stages.begin(tmp / "home", [tmp / "corpus"], None, url, embedder="hash", embedder_id=embedder.id,
+        state = stages.begin(tmp / "home", [corpus], None, url, embedder="hash", embedder_id=embedder.id,
                              holder="process")  # fmt: skip
         steps: list[tuple[str, Any]] = [
             ("extract", lambda s: [stages.extract_shard(s, n) for n in range(len(stages.RunState.load(s).shards))]),
             ("registry", apart(stages.registry) if args.own_processes else stages.registry),
-            ("enrich", apart(stages.enrich) if args.own_processes else stages.enrich),
-            ("index", lambda s: stages.index(s, embedder)),
         ]
+        if args.own_processes and not args.split_enrich:  # as runs.pipeline.run does for a large run
+            from runs.lexical import lexical_apart
+
+            steps += [("enrich", apart(stages.enrich, False)), ("lexical", children(lexical_apart))]
+        else:
+            steps.append(("enrich", stages.enrich))
+        steps.append(("index", lambda s: stages.index(s, embedder)))
         if not args.noop_index:
             steps += [("validate", stages.validate), ("publish", stages.publish), ("report", stages.report)]
         for stage, call in steps:

@@ -69,6 +69,14 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     state.update(info)
 
 
+def lexical_apart(state_path: Path | str) -> None:
+    """Build the run's BM25 index in a process of its own now (:func:`lexical_aside` with nothing beside it):
+    a large run in one process does, so the word indexes' build (the bridge's EM holds ~250 MB whatever the
+    corpus) does not stack on what the enrich stage holds."""
+    with lexical_aside(state_path):
+        pass
+
+
 def _lexical_child(jobs: list[tuple[Path, Path, Path | None]], send: Any) -> None:
     """:func:`lexical_aside`'s process: build every index, and say how it went (:func:`runs.child.report`)."""
     report(send, lambda: [build_word_indexes(*job) for job in jobs], "the BM25 build")

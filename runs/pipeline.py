@@ -26,6 +26,7 @@ from runs.child import in_own_process
 from runs.embedding import embedding_aside, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
+from runs.lexical import lexical_apart
 from runs.memory import lean_arrow_memory
 from runs.scope import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.state import Progress, Published, RunInfo, RunOptions, RunState
@@ -84,9 +85,11 @@ def run(
         # whose Chroma writes hold one core (benchmarks/README.md, "zan against LangChain"); in one process the
         # BM25 build is part of enrich and the index stage embeds block by block
         aside = workers > 1
-        if apart:
+        if apart:  # each in a process of its own, the BM25 build after enrich too (or beside the index stage)
             in_own_process(stages.registry, state, what="the registry stage")
-            in_own_process(stages.enrich, state, not aside, what="the enrich stage")
+            in_own_process(stages.enrich, state, False, what="the enrich stage")
+            if not aside:
+                lexical_apart(state)
         else:
             stages.registry(state)
             stages.enrich(state, lexical=not aside)
