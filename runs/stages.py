@@ -3,7 +3,7 @@ task and passes the state file's path through XCom. Same library path either way
 
     begin → extract_shard × N → registry → enrich → index → validate → publish → report; finish (always)
 
-- ``begin`` takes the data directory's lease (one run at a time), plans the scope, decides which files
+- ``begin`` (:mod:`runs.begin`) takes the data directory's lease (one run at a time), plans the scope, decides which files
   must be read (unchanged documents are reused) and splits them into shards.
 - ``extract_shard`` reads one shard's files, each document appended to the shard's file as it is read
   (:mod:`runs.documents`: an internal format, one document in memory at a time).
@@ -23,15 +23,12 @@ task and passes the state file's path through XCom. Same library path either way
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import multiprocessing
 import os
 import shutil
-import sys
 import time
-from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
@@ -41,11 +38,14 @@ import pyarrow.parquet as pq
 from enrich.history_file import HISTORY
 from runs import lease
 from runs.act_history import build_history, disagreements
+from runs.begin import begin as begin
+from runs.begin import begin_rollback as begin_rollback
+from runs.begin import record_failure
 from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
-from runs.errors import RunError, ShrinkRefused
+from runs.errors import RunError
 from runs.gitsource import knows, repository
 from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
@@ -54,21 +54,17 @@ from runs.lease import Busy as Busy
 from runs.lexical import lexical_aside as lexical_aside
 from runs.lexical import lexical_jobs
 from runs.report import build_report, write_report
-from runs.scope import Prepared, Scope, carry_rejects, plan_scope, prepare
+from runs.scope import Prepared, Scope, carry_rejects
 from runs.state import (
     Progress,
     Published,
     RunInfo,
-    RunOptions,
     RunStatus,
     Stage,
-    new_run_id,
     timed,
-    work_dir,
 )
 from runs.state import RunState as RunState
 from runs.versions import (
-    clear_staging,
     next_version,
     now_iso,
     prune,
@@ -82,131 +78,12 @@ from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA, Reject, reject_table, 
 from schemas.failpoints import failpoint
 from schemas.files import atomic_writer
 from schemas.parquet import read_parquet, write_parquet_atomic
-from schemas.published import Manifest, VersionError, check_home, list_versions, read_manifest, versions_dir
-from vectors.embedders import make_embedder
+from schemas.published import Manifest, versions_dir
 from vectors.index import LazyClient, delete_ids
-from vectors.lexical import LEXICAL
 from vectors.words import build_word_indexes
 
 log = logging.getLogger("zan.runs")  # one line a finished run: Airflow puts it in the task's log
 log.addHandler(logging.NullHandler())  # silent unless the application configures logging (Airflow, zan serve)
-
-# --- begin ----------------------------------------------------------------------------------------------
-
-
-def begin(
-    home: Path,
-    sources: list[Path] | None = None,
-    options: RunOptions | None = None,
-    chroma_url: str | None = None,
-    embedder: str = "hash",
-    shards: int = 1,
-    embedder_id: str | None = None,
-    holder: str = "tasks",
-) -> Path:
-    """Take the lease, plan the run, split the files to read into ``shards``; returns the state file."""
-    home, options = check_home(home, writable=True), options or RunOptions()
-    run_id = new_run_id()
-    info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
-    info.embedder = embedder_id or make_embedder(embedder).bind(home, record=not options.dry_run)
-    with _planning(home, info, holder):
-        previous = Published.load(home)
-        with timed(info, "plan"):
-            scope = plan_scope(list(sources or []), options.only, options.since, previous)
-            prepared = prepare(scope, previous, options.only)
-        info.scope = scope.kind
-        info.sources, info.repealed = prepared.notes, len(prepared.repealed)
-        state = RunState(
-            run_id=run_id,
-            home=str(home),
-            options=options.as_json(),
-            chroma_url=chroma_url,
-            embedder_spec=embedder,
-            embedder_id=info.embedder,
-            previous=previous.version if previous else None,
-            scope=scope.as_json(),
-            keys=prepared.keys,
-            reused=sorted(prepared.reused),
-            shards=_split([str(f) for f in prepared.pending], shards),
-            started=now_iso(),
-            info=info.as_dict(),
-            source_commits=prepared.commits,
-            repealed=prepared.repealed,
-        )
-        return state.save()
-
-
-def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embedder: str, embedder_id: str) -> Path:
-    """Take the lease and plan a rollback: the kept ``version`` (default: the one before the current) stands
-    where a run's staged tables would, and the same stages follow (index: the diff against the index and the
-    writes; validate; publish: CURRENT moves back; report, which prunes; finish). Nothing is extracted and no
-    table is loaded: the counts come from the files' metadata."""
-    home = check_home(home, writable=True)
-    run_id = new_run_id()
-    info = RunInfo(run_id=run_id, scope="rollback", home=str(home), chroma=chroma_url or str(home / "chroma"),
-                   embedder=embedder_id)  # fmt: skip
-    with _planning(home, info, "process"):
-        current = Published.load(home)
-        if current is None:
-            raise RunError(f"nothing is published under {home}: nothing to roll back")
-        kept = [m.version for m in list_versions(home)]
-        target = version or next((v for v in reversed(kept) if v < current.version), None)
-        if target is None or target not in kept:
-            raise VersionError(f"no kept version {target or 'before ' + current.version}; kept: {', '.join(kept)}")
-        folder = versions_dir(home) / target
-        manifest = read_manifest(folder)
-        if manifest.embedder != embedder_id:
-            raise RunError(f"{target} was indexed with {manifest.embedder}; roll back with that embedder")
-        if not (folder / LEXICAL).exists():  # a version from before lexical indexes
-            build_word_indexes(folder / "enriched_chunks.parquet", folder / LEXICAL)
-        info.documents = pq.ParquetFile(folder / "registry.parquet").metadata.num_rows
-        info.chunks = pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows
-        info.rejected = pq.ParquetFile(folder / "rejects.parquet").metadata.num_rows
-        scope = Scope("rollback", [], [Path(s) for s in manifest.sources], set())
-        state = RunState(run_id=run_id, home=str(home), options=RunOptions(allow_shrink=True).as_json(),
-                         chroma_url=chroma_url, embedder_spec=embedder, embedder_id=embedder_id,
-                         previous=current.version, scope=scope.as_json(), keys={}, reused=[], shards=[],
-                         started=now_iso(), stage=Stage.ENRICHED, file_keys=manifest.file_keys, target=target,
-                         info=info.as_dict())  # fmt: skip
-        work_dir(home, run_id).mkdir(parents=True, exist_ok=True)
-        return state.save()
-
-
-@contextlib.contextmanager
-def _planning(home: Path, info: RunInfo, holder: str) -> Iterator[None]:
-    """Take the lease for run ``info.run_id`` and clear what earlier runs left; if planning fails, record the
-    failure, release the lease and remove the run's work folder before the error goes on."""
-    lease.take(home, info.run_id, holder)
-    try:
-        clear_staging(home)
-        _clear_work(home, keep=info.run_id)
-        yield
-    except BaseException as exc:
-        _record_failure(home, info, exc)
-        lease.release(home, info.run_id)
-        shutil.rmtree(work_dir(home, info.run_id), ignore_errors=True)
-        raise
-
-
-def _split(files: list[str], shards: int) -> list[list[str]]:
-    """Round-robin by size, largest first, so shards take about the same time."""
-    shards = max(1, shards)
-    out: list[list[str]] = [[] for _ in range(shards)]
-    loads = [0] * shards
-    sizes = {f: _size(f) for f in files}
-    for path in sorted(files, key=lambda f: -sizes[f]):
-        n = loads.index(min(loads))
-        out[n].append(path)
-        loads[n] += sizes[path]
-    return [sorted(s) for s in out]
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
-
 
 # --- extract --------------------------------------------------------------------------------------------
 
@@ -222,8 +99,9 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
         rejects = extract_files(files, state.run_id, DocumentWriter(handle), progress)
     seconds = time.perf_counter() - started
-    write_parquet_atomic(reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA,
-                         "rejects")  # fmt: skip
+    write_parquet_atomic(
+        reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"
+    )
     out = state.work / f"shard-{index:04d}.json"
     write_text_atomic(out, json.dumps({"seconds": seconds, "pid": os.getpid()}))  # the process it ran in
     return out
@@ -269,8 +147,16 @@ def registry(state_path: Path | str) -> Path:
             rejects += rejects_of(read_parquet(state.work / f"shard-{n:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"))
             extract_seconds += seconds  # shard by shard: the extraction's own time, wherever it ran
         prepared = Prepared(state.keys, set(state.reused), [])
-        rebuilt = registry_of(Scope.from_json(state.scope), previous, state.run_id, prepared, documents, rejects,
-                              state.work, state.run_options.only)  # fmt: skip
+        rebuilt = registry_of(
+            Scope.from_json(state.scope),
+            previous,
+            state.run_id,
+            prepared,
+            documents,
+            rejects,
+            state.work,
+            state.run_options.only,
+        )
         if state.repealed and previous is not None:  # acts a git source deleted: kept, repealed on that date
             rebuilt = with_repealed(rebuilt, previous, state.repealed, state.work)
         write_parquet_atomic(rebuilt.registry, state.work / "registry.parquet", REGISTRY_SCHEMA, "registry")
@@ -327,8 +213,14 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
     return state.path
 
 
-VERSION_TABLES = ("registry.parquet", "chunks.parquet", "enriched_chunks.parquet", "rejects.parquet",
-                  "lineage.parquet", HISTORY)  # fmt: skip
+VERSION_TABLES = (
+    "registry.parquet",
+    "chunks.parquet",
+    "enriched_chunks.parquet",
+    "rejects.parquet",
+    "lineage.parquet",
+    HISTORY,
+)
 
 
 def _history(state: RunState, previous: Published | None, scope: Scope, out: Path) -> int:
@@ -368,8 +260,9 @@ def publish(state_path: Path | str) -> RunInfo:
             # user asked for them: a --force-reembed run publishes the same version with new vectors
             info.version, info.status = state.previous, _same_tables_status(writes, options.force_reembed)
             manifest = Manifest(**json.loads((folder / "manifest.json").read_text("utf-8")))
-            if manifest.file_keys != state.file_keys or (state.source_commits and
-                                                         manifest.source_commits != state.source_commits):  # fmt: skip
+            if manifest.file_keys != state.file_keys or (
+                state.source_commits and manifest.source_commits != state.source_commits
+            ):
                 # same content read by new code, or a git source moved on with nothing to change: recorded
                 manifest.file_keys, manifest.source_commits = state.file_keys, state.source_commits or {}
                 write_manifest(folder, manifest)
@@ -451,14 +344,21 @@ def finish(state_path: Path | str, error: BaseException | None = None) -> RunInf
             RunStatus.UNCHANGED,
             RunStatus.REPAIRED,
         ):  # failed before the pointer moved
-            _record_failure(home, info, failure)
+            record_failure(home, info, failure)
     shutil.rmtree(staging_dir(home, state.run_id), ignore_errors=True)
     shutil.rmtree(state.work, ignore_errors=True)
     lease.release(home, state.run_id)
-    log.log(logging.ERROR if info.status in (RunStatus.FAILED, RunStatus.REFUSED) else logging.INFO,
-            "run %s %s: version %s, %d documents, %d embedded, %d rejected%s", info.run_id, info.status,
-            info.version, info.documents, info.embedded, info.rejected,
-            f" ({info.error})" if info.error else "")  # fmt: skip
+    log.log(
+        logging.ERROR if info.status in (RunStatus.FAILED, RunStatus.REFUSED) else logging.INFO,
+        "run %s %s: version %s, %d documents, %d embedded, %d rejected%s",
+        info.run_id,
+        info.status,
+        info.version,
+        info.documents,
+        info.embedded,
+        info.rejected,
+        f" ({info.error})" if info.error else "",
+    )
     return info
 
 
@@ -468,25 +368,7 @@ def _same_tables_status(writes: bool, force_reembed: bool) -> RunStatus:
     return RunStatus.PUBLISHED if force_reembed else RunStatus.REPAIRED
 
 
-def _record_failure(home: Path, info: RunInfo, error: BaseException) -> None:
-    """Write the failed run's report; best effort: a full disk must not hide the run's own error."""
-    info.status = RunStatus.REFUSED if isinstance(error, ShrinkRefused) else RunStatus.FAILED
-    info.error = f"{type(error).__name__}: {error}"
-    try:
-        write_report(home, {**info.as_dict(), "finished": now_iso()})
-    except OSError as exc:
-        print(f"zan: could not write the report of failed run {info.run_id}: {exc}", file=sys.stderr)
-
-
 # --- lease (runs.lease) --------------------------------------------------------------------------------
-
-
-def _clear_work(home: Path, keep: str) -> None:
-    folder = home / "work"
-    if folder.exists():
-        for leftover in folder.iterdir():
-            if leftover.name != keep:
-                shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _live_keys(keys: dict[str, str], registry: pa.Table, rejects: pa.Table) -> dict[str, str]:
