@@ -1,7 +1,7 @@
 """The parts of a routed question as the typed answer every surface gives (:mod:`zan_client.models`).
 
 `zan lookup --json`, `GET /api/lookup`, the MCP tools and the Python client all read one model
-(:meth:`lookup.route.RouteResult.answer` builds it); the lookup keeps its own dataclasses for ranking, and
+(:meth:`lookup.result.RouteResult.answer` builds it); the lookup keeps its own dataclasses for ranking, and
 this module is where they become the contract.
 """
 

@@ -11,7 +11,7 @@ from typing import Literal
 from schemas.designations import Designation
 from schemas.kinds import DocType
 
-# One word for a whole answer (and for each match): see lookup.route.overall_status.
+# One word for a whole answer (and for each match): see lookup.result.overall_status.
 LookupStatus = Literal["exact", "ambiguous", "partial", "not_found", "no_identifier"]
 
 IdentifierKind = Literal[

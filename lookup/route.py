@@ -17,25 +17,23 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
-from zan_client import models as typed
 
-from lookup.answer import chunk_of, identifier_of, match_of
 from lookup.chunks import Chunk, QuestionVector, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
 from lookup.errors import BadQuestion, LookupProblem
 from lookup.fusion import question_language
 from lookup.grammar import parse
 from lookup.hint import hint, plain_words_hint, vector_method
 from lookup.history import history_of, past_texts
-from lookup.identifier import Identifier, LookupStatus
+from lookup.identifier import Identifier
 from lookup.lineage import Change, LineageIndex
 from lookup.plain import DEPTH, DocFilter, Evidence, Ranking, gather, rank
 from lookup.plain import chunks as plain_chunks
 from lookup.registry_index import MAX_CANDIDATES, DocInfo, Match, RegistryIndex
+from lookup.result import RouteResult as RouteResult
+from lookup.result import fetch_plan, overall_status
 from lookup.version import Narrowing, Snapshot
 from schemas.limits import MAX_IDENTIFIERS, MAX_QUERY_CHARS
 from schemas.published import check_home, published_file
@@ -47,82 +45,6 @@ from vectors.repair import damaged_folder, rebuilt_copy
 from vectors.store import VectorStore
 
 
-@dataclass
-class RouteResult:
-    query: str
-    status: LookupStatus
-    identifiers: list[Identifier]
-    matches: list[Match]
-    chunks: list[Chunk]
-    hint: str
-    doc_ids: list[str] = field(default_factory=list)
-    changed: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # an amending act → what it changed
-    version: str | None = None  # the published version every part of the answer comes from
-    expanded: list[dict[str, str]] = field(default_factory=list)  # words added to a plain-words question, and why
-    as_of: str | None = None  # the date the text in force was asked for (``--as-of``)
-    editions: list[dict[str, Any]] = field(default_factory=list)  # per named act: the version answered from
-    described: dict[str, DocInfo] = field(default_factory=dict, repr=False)  # the matches' documents
-
-    def answer(self) -> typed.LookupAnswer:
-        """The typed answer every surface gives; ``described`` gives the candidates and the chunks' documents."""
-        docs = self.described
-        return typed.LookupAnswer(
-            query=self.query,
-            status=self.status,
-            identifiers=[identifier_of(i) for i in self.identifiers],
-            matches=[match_of(m, docs) for m in self.matches],
-            doc_ids=self.doc_ids,
-            chunks=[chunk_of(c, docs.get(c.doc_id)) for c in self.chunks],
-            hint=self.hint,
-            changed={k: [typed.Change.model_validate(c) for c in v] for k, v in self.changed.items()},
-            version=self.version,
-            expanded=[typed.Expansion.model_validate(e) for e in self.expanded],
-            as_of=self.as_of,
-            editions=[typed.Edition.model_validate(e) for e in self.editions],
-        )
-
-    def as_dict(self) -> dict[str, Any]:
-        """The answer as JSON-ready data: `zan lookup --json` prints it, `/api/lookup` sends it."""
-        return self.answer().model_dump(mode="json", by_alias=True)
-
-
-def overall_status(matches: list[Match]) -> LookupStatus:
-    """One word for the whole answer. ``no_identifier``: nothing to resolve; ``not_found``: nothing
-    resolved (and no chunk is returned); ``partial``: some identifiers resolved, others did not (chunks come
-    only from what resolved, and the hint says what is missing); else ``ambiguous`` if any is, else
-    ``exact``. A partial answer is never reported as exact."""
-    if not matches:
-        return "no_identifier"
-    statuses = {m.status for m in matches}
-    if statuses == {"not_found"}:
-        return "not_found"
-    if "not_found" in statuses:
-        return "partial"
-    return "ambiguous" if "ambiguous" in statuses else "exact"
-
-
-def fetch_plan(matches: list[Match]) -> dict[str, Narrowing]:
-    """doc_id → the article labels, sections and пункты to restrict to (empty: the whole document). A named
-    article narrows its document even when another identifier names the document as a whole
-    («V2400035612 ст. 3»); a paragraph narrows a standard to its section (29 CFR 1910.146(c) → (c));
-    a пункт narrows to the chunks that open it («п. 12 Правил приказа № 211»). Candidates of an article
-    named with no document are not fetched: the hint asks which document is meant."""
-    plan: dict[str, tuple[set[str], set[str], set[str], set[bool]]] = {}
-    for match in matches:
-        if match.candidates_only:  # an article no document was named for: listed in the hint, never fetched
-            continue
-        for doc_id in match.doc_ids:
-            articles, sections, points, annex = plan.setdefault(doc_id, (set(), set(), set(), set()))
-            articles.update(a for a in match.articles if a)
-            sections.update(match.sections)
-            points.update(p for p in match.points if p)
-            annex.add(match.annex_only if match.points else True)
-    return {
-        d: Narrowing(tuple(sorted(a)), tuple(sorted(s)), tuple(sorted(p)), bool(p) and all(annex))
-        for d, (a, s, p, annex) in plan.items()
-    }
-
-
 class Lookup:
     """Answers questions from one published version at a time, opened once for many questions.
 
@@ -132,8 +54,9 @@ class Lookup:
     collection (and chromadb with it) is opened only for a question with no identifier: a lookup by number
     never touches the index."""
 
-    def __init__(self, home: Path, embedder: Embedder, chroma_url: str | None = None,
-                 max_candidates: int = MAX_CANDIDATES) -> None:  # fmt: skip
+    def __init__(
+        self, home: Path, embedder: Embedder, chroma_url: str | None = None, max_candidates: int = MAX_CANDIDATES
+    ) -> None:
         self.home, self.embedder, self.chroma_url = home, embedder, chroma_url
         self.embedder_id = embedder.bind(home)
         self.max_candidates = max_candidates
@@ -233,14 +156,30 @@ class Lookup:
                 vector = vector()
             vector = vector if vector is not None else self.embedder.embed_queries([query or " "])[0]
             return fetch_chunks_by_doc_ids(
-                docs, "", k_per_doc, narrowing.articles, collection=self.collection, embedder=self.embedder,
-                query_vector=vector, sections=narrowing.sections, points=narrowing.points,
+                docs,
+                "",
+                k_per_doc,
+                narrowing.articles,
+                collection=self.collection,
+                embedder=self.embedder,
+                query_vector=vector,
+                sections=narrowing.sections,
+                points=narrowing.points,
                 in_annex=narrowing.in_annex,
-            )  # fmt: skip
+            )
         lexical = _row_scores(snap, query) if query else None
         language = question_language(query) if query else None
-        return rank_in_version(snap.chunks, docs, narrowing, vector, k_per_doc, self.store.matrix,
-                               self.embedder.embed_passages, lexical, language)  # fmt: skip
+        return rank_in_version(
+            snap.chunks,
+            docs,
+            narrowing,
+            vector,
+            k_per_doc,
+            self.store.matrix,
+            self.embedder.embed_passages,
+            lexical,
+            language,
+        )
 
     def evidence(self, snap: Snapshot, query: str, depth: int = DEPTH, every: bool = False) -> Evidence:
         """The plain-words rankings' candidates for ``query`` (:func:`lookup.plain.gather`): those its
@@ -264,8 +203,17 @@ class Lookup:
         identifiers = parse(query, limit=MAX_IDENTIFIERS)
         matches = _described(snap.registry.resolve(identifiers), identifiers) if identifiers else []
         note = hint(matches, snap.registry.docs, snap.lineage)
-        return RouteResult(query, overall_status(matches), identifiers, matches, [], note, list(fetch_plan(matches)),
-                           version=snap.version, described=_described_docs(snap, matches, []))  # fmt: skip
+        return RouteResult(
+            query,
+            overall_status(matches),
+            identifiers,
+            matches,
+            [],
+            note,
+            list(fetch_plan(matches)),
+            version=snap.version,
+            described=_described_docs(snap, matches, []),
+        )
 
     def search(self, query: str, k: int = 10, where: DocFilter | None = None) -> RouteResult:
         """Plain words only, whatever numbers the question holds, kept to the documents ``where`` allows: the
@@ -285,8 +233,17 @@ class Lookup:
             depth *= 8
         found = plain_chunks(snap, ranked, k)
         note = plain_words_hint(found, docs, vector_method(self.embedder.spec), evidence.language)
-        return RouteResult(query, "no_identifier", [], [], found, note, version=snap.version,
-                           expanded=evidence.expanded, described=_described_docs(snap, [], found))  # fmt: skip
+        return RouteResult(
+            query,
+            "no_identifier",
+            [],
+            [],
+            found,
+            note,
+            version=snap.version,
+            expanded=evidence.expanded,
+            described=_described_docs(snap, [], found),
+        )
 
     def vector_search(self, query: str, k: int = 10) -> list[Chunk]:
         snap = self.snapshot()
@@ -300,11 +257,19 @@ class Lookup:
         found = snap.lexical.top(clean_query(query), k)
         rows = snap.chunks.at([p for p, _ in found])
         texts = snap.chunks.texts(rows)
-        return [row_chunk(row, text, score, "lexical", lexical=score)
-                for row, text, (_, score) in zip(rows.to_pylist(), texts, found, strict=True)]  # fmt: skip
+        return [
+            row_chunk(row, text, score, "lexical", lexical=score)
+            for row, text, (_, score) in zip(rows.to_pylist(), texts, found, strict=True)
+        ]
 
-    def route(self, query: str, k_per_doc: int = 5, k: int = 10, snapshot: Snapshot | None = None,
-              as_of: dt.date | None = None) -> RouteResult:  # fmt: skip
+    def route(
+        self,
+        query: str,
+        k_per_doc: int = 5,
+        k: int = 10,
+        snapshot: Snapshot | None = None,
+        as_of: dt.date | None = None,
+    ) -> RouteResult:
         """Resolve, fetch, rank and explain one question (:func:`clean_query` bounds it first), all from the
         version published when it was asked (or from ``snapshot``); the answer names that version. With
         ``as_of``, the acts the question names answer with their text in force on that date, where the
@@ -316,8 +281,9 @@ class Lookup:
             if as_of is None or not result.matches:
                 return result
             chunks, editions, notes = past_texts(snap, fetch_plan(result.matches), result.chunks, as_of, k_per_doc)
-            return dataclasses.replace(result, chunks=chunks, editions=editions, as_of=as_of.isoformat(),
-                                       hint="\n".join([result.hint, *notes]))  # fmt: skip
+            return dataclasses.replace(
+                result, chunks=chunks, editions=editions, as_of=as_of.isoformat(), hint="\n".join([result.hint, *notes])
+            )
         except FileNotFoundError:  # the version was pruned under a long question: answer from the current one
             if snapshot is not None:
                 self.refresh()
@@ -333,8 +299,17 @@ class Lookup:
         if not matches:  # no identifier, or only a description («закон о том, что …»): plain words
             nearest, evidence = self.plain_words(snap, query, k)
             note = plain_words_hint(nearest, snap.registry.docs, vector_method(self.embedder.spec), evidence.language)
-            return RouteResult(query, "no_identifier", identifiers, [], nearest, note, version=snap.version,
-                               expanded=evidence.expanded, described=_described_docs(snap, [], nearest))  # fmt: skip
+            return RouteResult(
+                query,
+                "no_identifier",
+                identifiers,
+                [],
+                nearest,
+                note,
+                version=snap.version,
+                expanded=evidence.expanded,
+                described=_described_docs(snap, [], nearest),
+            )
         plan = fetch_plan(matches)
         asked = residual(query, identifiers)  # what the question asks of the documents it names, if anything
         # a question that only names documents («ст. 182 ТК РК») has nothing to compare chunks with: they are
@@ -360,9 +335,18 @@ class Lookup:
         if capped:
             note += f"\n⚠ В вопросе больше {MAX_IDENTIFIERS} номеров документов: рассмотрены первые {MAX_IDENTIFIERS}."
         changed = {m.identifier.canonical: [c.as_dict() for c in _changed_by(snap.lineage, m)] for m in matches}
-        return RouteResult(query, status, identifiers, matches, chunks, note, list(plan),
-                           {k: v for k, v in changed.items() if v}, snap.version,
-                           described=_described_docs(snap, matches, chunks))  # fmt: skip
+        return RouteResult(
+            query,
+            status,
+            identifiers,
+            matches,
+            chunks,
+            note,
+            list(plan),
+            {k: v for k, v in changed.items() if v},
+            snap.version,
+            described=_described_docs(snap, matches, chunks),
+        )
 
     def _replacements(
         self, snap: Snapshot, matches: list[Match], k_per_doc: int, vector: QuestionVector | None, query: str

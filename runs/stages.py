@@ -3,8 +3,8 @@ task and passes the state file's path through XCom. Same library path either way
 
     begin → extract_shard × N → registry → enrich → index → validate → publish → report; finish (always)
 
-- ``begin`` (:mod:`runs.begin`) takes the data directory's lease (one run at a time), plans the scope, decides which files
-  must be read (unchanged documents are reused) and splits them into shards.
+- ``begin`` (:mod:`runs.begin`) takes the data directory's lease (one run at a time), plans the scope,
+  decides which files must be read (unchanged documents are reused) and splits them into shards.
 - ``extract_shard`` reads one shard's files, each document appended to the shard's file as it is read
   (:mod:`runs.documents`: an internal format, one document in memory at a time).
 - ``registry`` merges the extracted documents into registry rows and chunks (across sources and languages),

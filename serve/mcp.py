@@ -30,7 +30,8 @@ from zan_client.models import (
 )
 
 from lookup.plain import DocFilter
-from lookup.route import Lookup, RouteResult, fetch_plan
+from lookup.result import RouteResult, fetch_plan
+from lookup.route import Lookup
 from lookup.run_history import RunHistory
 from lookup.version import Narrowing, Snapshot
 from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_QUERY_PARAM
