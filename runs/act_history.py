@@ -18,12 +18,9 @@ previous version's rows are carried over whole, so a run's cost follows the comm
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
-import os
-import shutil
 import subprocess
-from collections import OrderedDict, defaultdict
+from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -37,24 +34,10 @@ from enrich.registry import IdentityError, doc_id_for
 from extractors.kazlaw import MAX_PARTS, META, parse_act, safe_loader
 from extractors.model import Document, ExtractError
 from runs.gitsource import TIMEOUT, Commit, GitError, _git
-from schemas.files import atomic_writer
+from runs.history_merge import GROUP_ROWS, count_rows, link_or_copy, merge_sorted, sorted_runs
+from schemas.arrow import HISTORY_SCHEMA as HISTORY_SCHEMA
 from schemas.parquet import iter_parquet, write_parquet_stream
 
-HISTORY_SCHEMA = pa.schema(
-    [
-        pa.field("doc_id", pa.string(), nullable=False),
-        pa.field("language", pa.string(), nullable=False),
-        pa.field("unit", pa.string(), nullable=False),
-        pa.field("heading", pa.string()),
-        pa.field("version_date", pa.date32(), nullable=False),
-        pa.field("commit", pa.string(), nullable=False),
-        pa.field("committed", pa.date32(), nullable=False),
-        pa.field("event", pa.string(), nullable=False),
-        pa.field("text_hash", pa.string()),
-        pa.field("text", pa.string()),
-        pa.field("caused_by", pa.string()),  # the amending act that made this version, as meta.yaml names it
-    ]
-)
 TEXT_FILES = ("rus.md", "kaz.md")
 MAX_BLOB = 64 * 1024 * 1024
 
@@ -66,9 +49,7 @@ class _Touched:
     deleted: bool
 
 
-def build_history(
-    sources: dict[Path, tuple[Path, str | None]], previous: Path | None, out: Path
-) -> int:  # fmt: skip
+def build_history(sources: dict[Path, tuple[Path, str | None]], previous: Path | None, out: Path) -> int:
     """``out``: the previous history's rows and the rows of every commit each git source has that the last
     version did not read (``sources``: root → (its repository, the commit the last version read or None)),
     sorted by act (:data:`SORT_KEY`) in row groups of :data:`GROUP_ROWS` rows, so a lookup reads an act's one or two
@@ -76,7 +57,7 @@ def build_history(
 
     The new rows are made act by act (each act's commits in order), so memory holds one act's state, not the
     corpus's; what an act already has is read from the previous history, its rows only. The sort is act by
-    act (:func:`_sorted`): memory is one act's rows."""
+    act (:func:`merge_sorted`): memory is one act's rows."""
     prior = HistoryFile.open(previous.parent) if previous is not None and previous.exists() else None
     fresh = out.with_name(out.name + ".fresh")
 
@@ -93,187 +74,20 @@ def build_history(
 
     try:
         added = write_parquet_stream(batches(), fresh, HISTORY_SCHEMA, "history")
-        inputs = [p for p, n in ((previous, _count(previous)), (fresh, added)) if p is not None and n]
+        inputs = [p for p, n in ((previous, count_rows(previous)), (fresh, added)) if p is not None and n]
         if not inputs:
             write_parquet_stream([], out, HISTORY_SCHEMA, "history")
             return 0
         if inputs == [previous]:  # nothing new: the previous file, as it is (a version's files never change)
-            _link_or_copy(previous, out)  # type: ignore[arg-type]
-            return _count(out)
-        runs = _sorted_runs(fresh, out) if added else []
-        _sorted([p for p in inputs if p != fresh] + runs, out)
-        return _count(out)
+            link_or_copy(previous, out)  # type: ignore[arg-type]
+            return count_rows(out)
+        runs = sorted_runs(fresh, out) if added else []
+        merge_sorted([p for p in inputs if p != fresh] + runs, out)
+        return count_rows(out)
     finally:
         fresh.unlink(missing_ok=True)
         for run in out.parent.glob(f"{out.name}.run-*"):
             run.unlink(missing_ok=True)
-
-
-SORT_KEY = ("doc_id", "language", "unit", "version_date", "committed", "commit")
-GROUP_ROWS = 128  # ~0.5 MB of text a row group (~1 MB decoded): what an as-of lookup decodes for a part
-
-
-def _count(path: Path | None) -> int:
-    return pq.ParquetFile(path).metadata.num_rows if path is not None and path.exists() else 0
-
-
-def _link_or_copy(source: Path, target: Path) -> None:
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copyfile(source, target)
-
-
-RUN_ROWS = 16_384  # new rows sorted in memory at a time (~30 MB of text): each becomes one sorted run
-RUN_BYTES = 64 << 20  # … or this much of them, texts included, whichever comes first
-CACHED_GROUPS = 8  # decoded row groups the merge keeps, all inputs together
-GroupCache = OrderedDict[tuple[int, int], pa.Table]  # (input, row group) → its rows
-
-
-def _sorted_runs(fresh: Path, out: Path) -> list[Path]:
-    """The new rows as sorted runs beside ``out``: read in file order until :data:`RUN_ROWS` rows or
-    :data:`RUN_BYTES` of text, sorted by :data:`SORT_KEY` and written in row groups of :data:`GROUP_ROWS`, so that
-    :func:`_sorted` reads every input in order (read in act order, the new rows' row groups were decoded once
-    for each act in them). Bounded by bytes too: an act kept whole as one part makes rows of 100 KB, and 16 384
-    of them sorted at once were the full run's peak at 20 000 acts (526 MB of Arrow memory)."""
-    runs: list[Path] = []
-    held: list[pa.RecordBatch] = []
-    rows = size = 0
-
-    def write() -> None:
-        run = out.with_name(f"{out.name}.run-{len(runs):05d}")
-        table = pa.Table.from_batches(held).sort_by([(k, "ascending") for k in SORT_KEY])
-        pq.write_table(table, run, row_group_size=GROUP_ROWS, compression="zstd")
-        runs.append(run)
-
-    for batch in pq.ParquetFile(fresh, pre_buffer=False).iter_batches(batch_size=min(GROUP_ROWS, RUN_ROWS)):
-        held.append(batch)
-        rows += batch.num_rows
-        size += batch.nbytes
-        if rows >= RUN_ROWS or size >= RUN_BYTES:
-            write()
-            held, rows, size = [], 0, 0
-    if held:
-        write()
-    return runs
-
-
-def _sorted(inputs: list[Path], out: Path) -> None:
-    """``inputs``, each sorted by :data:`SORT_KEY` (the previous history; the new rows' runs,
-    :func:`_sorted_runs`), merged into ``out`` act by act: each input's acts are found from its ``doc_id``
-    column alone, then for each act in ``doc_id`` order its rows are read from every input that has it (the
-    row groups that hold them) and sorted in memory; a stretch of acts that one input alone holds is copied
-    as it is, row group by row group (after a commit that touched ten acts, nearly the whole previous history).
-    Written in row groups of :data:`GROUP_ROWS`, with statistics on the key columns only (a text's min and max
-    would swell the footer); renamed into place when complete. Memory is one act's rows and a few row groups
-    an input, whatever the history's size (one DuckDB sort of every row with its text ran out of its memory
-    limit at 20 000 acts)."""
-    cache: GroupCache = OrderedDict()  # one for every input: see _Ranges._group
-    sources = [_Ranges(path, n, cache) for n, path in enumerate(inputs)]
-    acts = sorted({doc for source in sources for doc in source.spans})
-    keys = ["doc_id", "language", "unit", "version_date"]
-    with atomic_writer(out) as handle, pq.ParquetWriter(handle, HISTORY_SCHEMA, compression="zstd",
-                                                        write_statistics=keys) as writer:  # fmt: skip
-        pending = _Pending(writer)
-        bulk: tuple[int, int, int] | None = None  # (input, start, stop): acts one sorted input alone holds, in a row
-        for doc in acts:
-            held = [(n, source.spans[doc]) for n, source in enumerate(sources) if doc in source.spans]
-            if len(held) == 1 and len(held[0][1]) == 1:  # already in order: copied with its neighbours, unsorted
-                [(n, [(start, stop)])] = held
-                if bulk is not None and bulk[0] == n and bulk[2] == start:
-                    bulk = (n, bulk[1], stop)
-                    continue
-                if bulk is not None:
-                    pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
-                bulk = (n, start, stop)
-                continue
-            if bulk is not None:
-                pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
-                bulk = None
-            parts = [table for source in sources for table in source.rows(doc)]
-            pending.add(pa.concat_tables(parts).sort_by([(k, "ascending") for k in SORT_KEY]))
-        if bulk is not None:
-            pending.add_all(sources[bulk[0]].slices(bulk[1], bulk[2]))
-        pending.flush()
-
-
-class _Pending:
-    """Tables on their way to the writer, written in row groups of :data:`GROUP_ROWS` once there are enough."""
-
-    def __init__(self, writer: pq.ParquetWriter) -> None:
-        self.writer = writer
-        self.tables: list[pa.Table] = []
-        self.rows = 0
-
-    def add(self, table: pa.Table) -> None:
-        self.tables.append(table)
-        self.rows += table.num_rows
-        if self.rows >= GROUP_ROWS * 8:
-            self.flush()
-
-    def add_all(self, tables: Iterator[pa.Table]) -> None:
-        for table in tables:
-            self.add(table)
-
-    def flush(self) -> None:
-        if self.tables:
-            self.writer.write_table(pa.concat_tables(self.tables), row_group_size=GROUP_ROWS)
-        self.tables, self.rows = [], 0
-
-
-class _Ranges:
-    """One input of :func:`_sorted`: where each act's rows are (``doc_id`` column only), read by row group."""
-
-    def __init__(
-        self, path: Path, number: int = 0, cache: OrderedDict[tuple[int, int], pa.Table] | None = None
-    ) -> None:
-        self.file = pq.ParquetFile(path, pre_buffer=False)
-        self.number = number
-        metadata = self.file.metadata
-        self.starts = [0]
-        for n in range(metadata.num_row_groups):
-            self.starts.append(self.starts[-1] + metadata.row_group(n).num_rows)
-        self.spans: dict[str, list[tuple[int, int]]] = defaultdict(list)
-        at = 0
-        for batch in self.file.iter_batches(batch_size=65_536, columns=["doc_id"]):
-            docs = batch.column("doc_id").to_pylist()
-            for n, doc in enumerate(docs):
-                spans = self.spans[doc]
-                if spans and spans[-1][1] == at + n:
-                    spans[-1] = (spans[-1][0], at + n + 1)
-                else:
-                    spans.append((at + n, at + n + 1))
-            at += len(docs)
-        self._cache: GroupCache = OrderedDict() if cache is None else cache
-
-    def rows(self, doc: str) -> list[pa.Table]:
-        """The act's rows in this input (its contiguous ranges, usually one)."""
-        return [pa.concat_tables(list(self.slices(start, stop))) for start, stop in self.spans.get(doc, ())]
-
-    def slices(self, start: int, stop: int) -> Iterator[pa.Table]:
-        """Rows ``start``..``stop``-1, a row group's part at a time."""
-        group = bisect.bisect_right(self.starts, start) - 1
-        while start < stop:
-            table = self._group(group)
-            first = start - self.starts[group]
-            take = min(stop, self.starts[group + 1]) - start
-            yield table.slice(first, take).cast(HISTORY_SCHEMA)
-            start += take
-            group += 1
-
-    def _group(self, group: int) -> pa.Table:
-        """A decoded row group, from a cache of :data:`CACHED_GROUPS` shared by every input of the merge: acts
-        are read in order, so only the inputs holding the current act need theirs (a cache an input kept
-        :data:`CACHED_GROUPS` groups in every one of ~120 sorted runs at 20 000 acts: 526 MB of Arrow)."""
-        key = (self.number, group)
-        if key in self._cache:
-            self._cache.move_to_end(key)
-        else:
-            self._cache[key] = self.file.read_row_group(group)
-            if len(self._cache) > CACHED_GROUPS:
-                self._cache.popitem(last=False)
-        return self._cache[key]
 
 
 def _rows(repo: Path, root: Path, since: str | None, prior: HistoryFile | None) -> Iterator[dict]:  # type: ignore[type-arg]
@@ -351,8 +165,9 @@ def _act_rows(blobs: _Blobs, touched: _Touched, state: _ActState) -> Iterator[di
             return blobs.read(sha, f"{folder}/{rel}")
 
         try:
-            document = parse_act(data, f"{folder}/{name}@{touched.commit.sha[:12]}", name, PurePosixPath(folder).name,
-                                 companion)  # fmt: skip
+            document = parse_act(
+                data, f"{folder}/{name}@{touched.commit.sha[:12]}", name, PurePosixPath(folder).name, companion
+            )
             doc_id = doc_id_for(document.requisites)
         except (ExtractError, IdentityError):
             continue  # a version that cannot be read is left out of the history (its run says why, if current)
@@ -375,12 +190,31 @@ def _act_rows(blobs: _Blobs, touched: _Touched, state: _ActState) -> Iterator[di
             yield _row(doc_id, document.language, unit_path, heading, version, touched, "text", text, digest, caused)
 
 
-def _row(doc_id: str, language: str, unit: str, heading: str | None, version: dt.date, touched: _Touched,
-         event: str, text: str | None, digest: str | None = None,
-         caused: str | None = None) -> dict:  # type: ignore[type-arg]  # fmt: skip
-    return {"doc_id": doc_id, "language": language, "unit": unit, "heading": heading, "version_date": version,
-            "commit": touched.commit.sha, "committed": touched.commit.date, "event": event,
-            "text_hash": digest, "text": text, "caused_by": caused}  # fmt: skip
+def _row(
+    doc_id: str,
+    language: str,
+    unit: str,
+    heading: str | None,
+    version: dt.date,
+    touched: _Touched,
+    event: str,
+    text: str | None,
+    digest: str | None = None,
+    caused: str | None = None,
+) -> dict:  # type: ignore[type-arg]
+    return {
+        "doc_id": doc_id,
+        "language": language,
+        "unit": unit,
+        "heading": heading,
+        "version_date": version,
+        "commit": touched.commit.sha,
+        "committed": touched.commit.date,
+        "event": event,
+        "text_hash": digest,
+        "text": text,
+        "caused_by": caused,
+    }
 
 
 def _units(document: Document) -> Iterator[tuple[str, str, str | None]]:
@@ -435,8 +269,9 @@ def disagreements(history: Path, lineage: Path, limit: int = 50) -> list[str]:
                 versions.setdefault(doc, set()).add(made)
     noted: dict[str, set[tuple[dt.date, str]]] = {}
     for table in iter_parquet(lineage, 50_000, ["doc_id", "by_date", "by_number"]):
-        for doc, date, number in zip(*(table.column(c).to_pylist() for c in ("doc_id", "by_date", "by_number")),
-                                     strict=True):  # fmt: skip
+        for doc, date, number in zip(
+            *(table.column(c).to_pylist() for c in ("doc_id", "by_date", "by_number")), strict=True
+        ):
             if doc in first and date and number and date >= first[doc] - dt.timedelta(days=366):
                 noted.setdefault(doc, set()).add((date, number))
     out = []
@@ -459,8 +294,12 @@ class _Blobs:
         self.process: subprocess.Popen[bytes] | None = None
 
     def __enter__(self) -> _Blobs:
-        self.process = subprocess.Popen(["git", "-C", str(self.repo), "cat-file", "--batch"], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)  # fmt: skip
+        self.process = subprocess.Popen(
+            ["git", "-C", str(self.repo), "cat-file", "--batch"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -227,3 +227,21 @@ def conform(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
         if not field.nullable and table.column(field.name).null_count:
             raise SchemaError(f"{name}: column {field.name!r} must not contain nulls")
     return table
+
+
+# One row per version of one unit (article, пункт, annex) of an act read from git (runs.act_history).
+HISTORY_SCHEMA = pa.schema(
+    [
+        pa.field("doc_id", pa.string(), nullable=False),
+        pa.field("language", pa.string(), nullable=False),
+        pa.field("unit", pa.string(), nullable=False),
+        pa.field("heading", pa.string()),
+        pa.field("version_date", pa.date32(), nullable=False),
+        pa.field("commit", pa.string(), nullable=False),
+        pa.field("committed", pa.date32(), nullable=False),
+        pa.field("event", pa.string(), nullable=False),
+        pa.field("text_hash", pa.string()),
+        pa.field("text", pa.string()),
+        pa.field("caused_by", pa.string()),  # the amending act that made this version, as meta.yaml names it
+    ]
+)

@@ -151,10 +151,11 @@ def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_act
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    import runs.act_history
-    from runs.act_history import GROUP_ROWS, HISTORY_SCHEMA, SORT_KEY, _sorted, _sorted_runs
+    import runs.history_merge
+    from runs.history_merge import GROUP_ROWS, SORT_KEY, merge_sorted, sorted_runs
+    from schemas.arrow import HISTORY_SCHEMA
 
-    monkeypatch.setattr(runs.act_history, "RUN_ROWS", 97)
+    monkeypatch.setattr(runs.history_merge, "RUN_ROWS", 97)
 
     rng = random.Random(44)
 
@@ -170,17 +171,17 @@ def test_the_history_is_sorted_act_by_act_whatever_the_order_the_inputs_hold_act
     fresh = [r for d in rng.sample(docs[20:], 40) for r in rows(d, range(3, 3 + rng.randint(1, 4)))]
     pq.write_table(pa.Table.from_pylist(before, HISTORY_SCHEMA), tmp_path / "before.parquet", row_group_size=50)
     pq.write_table(pa.Table.from_pylist(fresh, HISTORY_SCHEMA), tmp_path / "fresh.parquet", row_group_size=37)
-    made = _sorted_runs(tmp_path / "fresh.parquet", tmp_path / "out.parquet")
+    made = sorted_runs(tmp_path / "fresh.parquet", tmp_path / "out.parquet")
     assert len(made) > 5
-    monkeypatch.setattr(runs.act_history, "RUN_ROWS", 10**6)  # runs bounded by their bytes alone
-    assert len(_sorted_runs(tmp_path / "fresh.parquet", tmp_path / "whole.parquet")) == 1
-    monkeypatch.setattr(runs.act_history, "RUN_BYTES", 1)
-    by_bytes = _sorted_runs(tmp_path / "fresh.parquet", tmp_path / "bytes.parquet")
+    monkeypatch.setattr(runs.history_merge, "RUN_ROWS", 10**6)  # runs bounded by their bytes alone
+    assert len(sorted_runs(tmp_path / "fresh.parquet", tmp_path / "whole.parquet")) == 1
+    monkeypatch.setattr(runs.history_merge, "RUN_BYTES", 1)
+    by_bytes = sorted_runs(tmp_path / "fresh.parquet", tmp_path / "bytes.parquet")
     assert len(by_bytes) == -(-len(fresh) // GROUP_ROWS) > 1
     for part in by_bytes:
         part.unlink()
     (tmp_path / "whole.parquet.run-00000").unlink()
-    _sorted([tmp_path / "before.parquet", *made], tmp_path / "out.parquet")
+    merge_sorted([tmp_path / "before.parquet", *made], tmp_path / "out.parquet")
     out = pq.ParquetFile(tmp_path / "out.parquet")
     whole = pa.Table.from_pylist(before + fresh, HISTORY_SCHEMA).sort_by([(k, "ascending") for k in SORT_KEY])
     assert out.read().to_pylist() == whole.to_pylist() and out.metadata.num_rows == len(before) + len(fresh) > 1000
