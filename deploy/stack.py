@@ -40,6 +40,7 @@ import httpx
 
 from deploy import proxy
 from deploy.api import until
+from deploy.processes import alive, http_ok, session_processes, signal_session
 from deploy.secrets import check, fresh, missing, write_private
 from deploy.settings import ROOT, Ports, native_environment
 
@@ -97,16 +98,29 @@ class Stack:
         return self.folder / "stack.json"
 
     def save(self) -> None:
-        body = {"workers": self.workers, "variables": self.variables, "overrides": self.overrides, "pids": self.pids,
-                "ports": asdict(self.ports) if self.ports else None, "pg_folder": self.pg_folder}  # fmt: skip
+        body = {
+            "workers": self.workers,
+            "variables": self.variables,
+            "overrides": self.overrides,
+            "pids": self.pids,
+            "ports": asdict(self.ports) if self.ports else None,
+            "pg_folder": self.pg_folder,
+        }
         write_private(self.state_file, json.dumps(body, indent=2), atomic=True)  # it holds the stack's secrets
 
     @classmethod
     def load(cls, folder: Path) -> Stack:
         body = json.loads((folder / "stack.json").read_text("utf-8"))
         ports = Ports(**body["ports"]) if body["ports"] else None
-        return cls(folder, body["workers"], body["variables"], body["overrides"], ports, body["pids"],
-                   pg_folder=body["pg_folder"])  # fmt: skip
+        return cls(
+            folder,
+            body["workers"],
+            body["variables"],
+            body["overrides"],
+            ports,
+            body["pids"],
+            pg_folder=body["pg_folder"],
+        )
 
     # ---- settings -----------------------------------------------------------------------------------
     @property
@@ -131,16 +145,26 @@ class Stack:
 
     def describe(self) -> dict[str, object]:
         """What ``python -m deploy up|status`` prints: where things are, never a secret."""
-        return {"api": self.api_url, "chroma": self.chroma_url, "serve": self.serve_url, "pids": self.pids,
-                "secrets": f"{self.state_file} (variables: the API user's password, ZAN_CHROMA_TOKEN, …)"}  # fmt: skip
+        return {
+            "api": self.api_url,
+            "chroma": self.chroma_url,
+            "serve": self.serve_url,
+            "pids": self.pids,
+            "secrets": f"{self.state_file} (variables: the API user's password, ZAN_CHROMA_TOKEN, …)",
+        }
 
     def environment(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
         assert self.ports
         variables = {"AIRFLOW__CORE__EXECUTOR": "CeleryExecutor", **self.variables}
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "ZAN_"))}
         pythonpath = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
-        return {**keep, **native_environment(self.ports, self.folder, variables), "PYTHONPATH": pythonpath,
-                **self.overrides, **(extra or {})}  # fmt: skip
+        return {
+            **keep,
+            **native_environment(self.ports, self.folder, variables),
+            "PYTHONPATH": pythonpath,
+            **self.overrides,
+            **(extra or {}),
+        }
 
     # ---- lifecycle ----------------------------------------------------------------------------------
     def up(self, timeout: float = 240) -> None:
@@ -161,14 +185,13 @@ class Stack:
             self.start_chroma()
             self._start_proxy()
             self._airflow_once(["db", "migrate"], timeout=300)
-            self._airflow_once(["users", "create", "--username", USER, f"--password={self.api_password}", "--role",
-                                "Admin", "--email", "airflow@example.com", "--firstname", "Air",
-                                "--lastname", "Flow"])  # fmt: skip
+            person = ["--role", "Admin", "--email", "airflow@example.com", "--firstname", "Air", "--lastname", "Flow"]
+            self._airflow_once(["users", "create", "--username", USER, f"--password={self.api_password}", *person])
             # the DAGs' embed tasks run in this pool (dags/zan_tasks.py EMBED_POOL), as docker-compose.yml makes it
             slots = env.get("ZAN_EMBED_CONCURRENCY", "2")
             self._airflow_once(["pools", "set", "zan_embed", slots, "zan embed tasks at once"])
-            self._start("api-server", [str(BIN / "airflow"), "api-server", "--host", "127.0.0.1", "--port",
-                                       str(self.ports.api), "--workers", "1"])  # fmt: skip
+            api = f"api-server --host 127.0.0.1 --port {self.ports.api} --workers 1".split()
+            self._start("api-server", [str(BIN / "airflow"), *api])
             # no log servers: they listen on every interface and cannot be told otherwise
             for name in ("scheduler", "triggerer"):
                 self._start(name, [str(BIN / "airflow"), name, "--skip-serve-logs"])
@@ -200,9 +223,9 @@ class Stack:
         pid = self.pids.pop(name, None)
         if pid is None:
             return
-        _signal_session(pid, signal.SIGKILL if kill else signal.SIGTERM)
-        until(lambda: not (_alive(pid) or session_processes(pid)), 20, 0.2)
-        _signal_session(pid, signal.SIGKILL)
+        signal_session(pid, signal.SIGKILL if kill else signal.SIGTERM)
+        until(lambda: not (alive(pid) or session_processes(pid)), 20, 0.2)
+        signal_session(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
         self.save()
@@ -210,25 +233,43 @@ class Stack:
     def start_chroma(self) -> None:
         """The Chroma server on its loopback port behind the proxy (the proxy keeps running without it)."""
         assert self.ports
-        self._start("chroma", [str(BIN / "chroma"), "run", "--path", str(self.folder / "chroma"), "--host",
-                               "127.0.0.1", "--port", str(self.ports.chroma_internal)])  # fmt: skip
+        self._start(
+            "chroma",
+            [
+                str(BIN / "chroma"),
+                "run",
+                "--path",
+                str(self.folder / "chroma"),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.ports.chroma_internal),
+            ],
+        )
         internal = f"http://127.0.0.1:{self.ports.chroma_internal}/api/v2/heartbeat"
-        _wait(lambda: _http_ok(internal), 60, "chroma", self._log("chroma"))
+        _wait(lambda: http_ok(internal), 60, "chroma", self._log("chroma"))
 
     def _start_proxy(self) -> None:
         assert self.ports
-        config = proxy.write_config(self.folder / "chroma-proxy", f"127.0.0.1:{self.ports.chroma}",
-                                    f"127.0.0.1:{self.ports.chroma_internal}", self.chroma_token)  # fmt: skip
+        config = proxy.write_config(
+            self.folder / "chroma-proxy",
+            f"127.0.0.1:{self.ports.chroma}",
+            f"127.0.0.1:{self.ports.chroma_internal}",
+            self.chroma_token,
+        )
         self._start("chroma-proxy", proxy.command(config))
         heartbeat = f"{self.chroma_url}/api/v2/heartbeat"
-        _wait(lambda: _http_ok(heartbeat, self.chroma_token), 30, "chroma-proxy", self._log("chroma-proxy"))
+        _wait(lambda: http_ok(heartbeat, self.chroma_token), 30, "chroma-proxy", self._log("chroma-proxy"))
 
     def _redis_config(self) -> Path:
         """Redis's settings in a file only its owner reads: the password stays off the command line."""
         assert self.ports
         path = self.folder / "redis.conf"
-        write_private(path, f"port {self.ports.redis}\nbind 127.0.0.1\nprotected-mode yes\nsave \"\"\nappendonly no\n"
-                            f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n")  # fmt: skip
+        write_private(
+            path,
+            f'port {self.ports.redis}\nbind 127.0.0.1\nprotected-mode yes\nsave ""\nappendonly no\n'
+            f"dir {self.folder}\nrequirepass {self.variables['REDIS_PASSWORD']}\n",
+        )
         return path
 
     @property
@@ -245,25 +286,38 @@ class Stack:
         """``zan serve`` over the stack's home and Chroma proxy, as the compose file's ``zan-serve`` runs it."""
         assert self.ports
         home = self.environment()["ZAN_HOME"]
-        self._start("zan-serve", [str(BIN / "zan"), "serve", "--home", home, "--host", "127.0.0.1",
-                                  "--port", str(self.ports.serve)], {"ZAN_SERVE_TOKEN": self.serve_token})  # fmt: skip
+        self._start(
+            "zan-serve",
+            [str(BIN / "zan"), "serve", "--home", home, "--host", "127.0.0.1", "--port", str(self.ports.serve)],
+            {"ZAN_SERVE_TOKEN": self.serve_token},
+        )
 
     def start_worker(self, name: str, extra: Mapping[str, str] | None = None) -> None:
         """A Celery worker named ``name``: its task instances record ``<name>@<host>`` as their hostname."""
-        env = {"ZAN_WORKER_NAME": name, "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.naming.worker_hostname",
-               **(extra or {})}  # fmt: skip
-        self._start(name, [str(BIN / "airflow"), "celery", "worker", "--celery-hostname", f"{name}@%h",
-                           "--concurrency", "2", "--skip-serve-logs", "--pid", str(self.folder / f"{name}.pid")],
-                    env)  # fmt: skip
+        env = {
+            "ZAN_WORKER_NAME": name,
+            "AIRFLOW__CORE__HOSTNAME_CALLABLE": "deploy.naming.worker_hostname",
+            **(extra or {}),
+        }
+        self._start(
+            name,
+            [
+                str(BIN / "airflow"),
+                *f"celery worker --celery-hostname {name}@%h --concurrency 2 --skip-serve-logs".split(),
+                "--pid",
+                str(self.folder / f"{name}.pid"),
+            ],
+            env,
+        )
 
     def wait_healthy(self, timeout: float = 240) -> None:
         """The API answers, the scheduler, dag-processor and triggerer heartbeat, every worker answers a
         Celery ping."""
         checks: list[tuple[Callable[[], bool], str]] = [
-            (lambda: _http_ok(f"{self.api_url}/api/v2/version"), "api-server"),
+            (lambda: http_ok(f"{self.api_url}/api/v2/version"), "api-server"),
             (self._components_healthy, "scheduler"),
             (self._workers_answer, "worker1"),
-            (lambda: _http_ok(f"{self.serve_url}/healthz", ok=(200, 503)), "zan-serve"),  # 503: nothing published yet
+            (lambda: http_ok(f"{self.serve_url}/healthz", ok=(200, 503)), "zan-serve"),  # 503: nothing published yet
         ]
         for ready, name in checks:
             _wait(functools.partial(self._running_and, ready), timeout, name, self._log(name))
@@ -274,7 +328,7 @@ class Stack:
     def _running(self) -> bool:
         """Every process the stack started is alive (else :class:`StackError` naming the first that died)."""
         for name, pid in self.pids.items():
-            if pid and not _alive(pid):
+            if pid and not alive(pid):
                 tail = self._log(name).read_text("utf-8", "replace")[-1500:]
                 raise StackError(f"{name} died; see {self._log(name)}:\n{tail}")
         return True
@@ -285,8 +339,15 @@ class Stack:
 
     def _start(self, name: str, command: list[str], extra: Mapping[str, str] | None = None) -> None:
         with self._log(name).open("ab") as log:
-            process = subprocess.Popen(command, env=self.environment(extra), stdout=log, stderr=subprocess.STDOUT,
-                                       stdin=subprocess.DEVNULL, start_new_session=True, cwd=self.folder)  # fmt: skip
+            process = subprocess.Popen(
+                command,
+                env=self.environment(extra),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                cwd=self.folder,
+            )
         self.pids[name] = process.pid
         self.save()
         time.sleep(0.2)
@@ -296,8 +357,14 @@ class Stack:
     def _airflow_once(self, args: list[str], timeout: float = 120) -> None:
         name = "airflow-" + args[0]
         with self._log(name).open("ab") as log:
-            done = subprocess.run([str(BIN / "airflow"), *args], env=self.environment(), stdout=log,
-                                  stderr=subprocess.STDOUT, timeout=timeout, cwd=self.folder)  # fmt: skip
+            done = subprocess.run(
+                [str(BIN / "airflow"), *args],
+                env=self.environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+                cwd=self.folder,
+            )
         if done.returncode != 0:
             raise StackError(f"airflow {' '.join(args[:2])} failed ({done.returncode}); see {self._log(name)}")
 
@@ -319,16 +386,26 @@ class Stack:
             if os.geteuid() == 0:
                 shutil.chown(pwfile, "postgres", "postgres")
             try:
-                self._as_postgres([str(postgres_bin() / "initdb"), "-D", str(data), "-U", "postgres", "-E", "UTF8",
-                                   "--auth-local=scram-sha-256", "--auth-host=scram-sha-256",
-                                   f"--pwfile={pwfile}"], "initdb")  # fmt: skip
+                self._as_postgres(
+                    [
+                        str(postgres_bin() / "initdb"),
+                        "-D",
+                        str(data),
+                        f"--pwfile={pwfile}",
+                        *["-U", "postgres", "-E", "UTF8", "--auth-local=scram-sha-256", "--auth-host=scram-sha-256"],
+                    ],
+                    "initdb",
+                )
             finally:
                 pwfile.unlink()
         options = f"-p {self.ports.postgres} -k {sockets} -c listen_addresses=127.0.0.1"
         self._pg_ctl("start", "-w", "-t", "60", "-o", options)
         self.pids["postgres"] = 0
-        psql = [str(postgres_bin() / "psql"), "-h", "127.0.0.1", "-p", str(self.ports.postgres), "-U", "postgres",
-                "-w", "-v", "ON_ERROR_STOP=1", "-c"]  # fmt: skip
+        psql = [
+            str(postgres_bin() / "psql"),
+            *f"-h 127.0.0.1 -p {self.ports.postgres} -U postgres -w".split(),
+            *["-v", "ON_ERROR_STOP=1", "-c"],
+        ]
         role = self.variables["POSTGRES_PASSWORD"].replace("'", "''")
         with_password = {"PGPASSWORD": superuser}
         self._as_postgres([*psql, f"CREATE ROLE {USER} LOGIN PASSWORD '{role}'"], "psql", env=with_password)
@@ -338,16 +415,20 @@ class Stack:
         data = Path(self.pg_folder) / "data"
         if not self.pg_folder or not (data / "PG_VERSION").exists():
             return
-        self._as_postgres([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(Path(self.pg_folder) / "log"),
-                           *args], "pg_ctl", check=args[0] == "start")  # fmt: skip
+        self._as_postgres(
+            [str(postgres_bin() / "pg_ctl"), "-D", str(data), "-l", str(Path(self.pg_folder) / "log"), *args],
+            "pg_ctl",
+            check=args[0] == "start",
+        )
 
     def _as_postgres(
         self, command: list[str], name: str, check: bool = True, env: Mapping[str, str] | None = None
     ) -> None:
         if os.geteuid() == 0:
             command = ["runuser", "-u", "postgres", "--", *command]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120, cwd="/",
-                              env={**os.environ, **(env or {})})  # fmt: skip
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=120, cwd="/", env={**os.environ, **(env or {})}
+        )
         if check and done.returncode != 0:
             raise StackError(f"{name} failed ({done.returncode}): {(done.stdout + done.stderr)[-800:]}")
 
@@ -356,13 +437,24 @@ class Stack:
             body = httpx.get(f"{self.api_url}/api/v2/monitor/health", timeout=5).json()
         except (httpx.HTTPError, ValueError):
             return False
-        return all(body.get(c, {}).get("status") == "healthy" for c in ("metadatabase", "scheduler", "triggerer",
-                                                                          "dag_processor"))  # fmt: skip
+        return all(
+            body.get(c, {}).get("status") == "healthy"
+            for c in ("metadatabase", "scheduler", "triggerer", "dag_processor")
+        )
 
     def _workers_answer(self) -> bool:
-        done = subprocess.run([str(BIN / "celery"), "--app", "airflow.providers.celery.executors.celery_executor.app",
-                               "inspect", "ping", "--json", "--timeout", "5"], env=self.environment(),
-                              capture_output=True, text=True, timeout=120, cwd=self.folder)  # fmt: skip
+        done = subprocess.run(
+            [
+                str(BIN / "celery"),
+                *["--app", "airflow.providers.celery.executors.celery_executor.app"],
+                *["inspect", "ping", "--json", "--timeout", "5"],
+            ],
+            env=self.environment(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=self.folder,
+        )
         try:
             answers = json.loads(done.stdout.strip().splitlines()[-1]) if done.stdout.strip() else {}
         except ValueError:
@@ -370,49 +462,6 @@ class Stack:
         names = {n.split("@")[0] for n in (answers if isinstance(answers, dict) else {})}
         wanted = {n for n in self.pids if n.startswith("worker")}
         return wanted <= names
-
-
-def _alive(pid: int) -> bool:
-    """Whether the process ``pid`` runs (a child of ours that exited is reaped here, not left a zombie)."""
-    try:
-        if os.waitpid(pid, os.WNOHANG)[0] == pid:
-            return False
-    except ChildProcessError:  # not our child: a stack loaded from stack.json
-        pass
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
-
-
-def session_processes(sid: int) -> list[int]:
-    """The live processes of session ``sid`` (each service starts one: ``start_new_session``); zombies,
-    which nothing can signal, are left out."""
-    members = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        with contextlib.suppress(OSError):
-            stat = (entry / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()  # state, ppid, pgrp, session, ...
-            if int(fields[3]) == sid and fields[0] != "Z":
-                members.append(int(entry.name))
-    return members
-
-
-def _signal_session(sid: int, signal_number: int) -> None:
-    for pid in session_processes(sid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal_number)
-
-
-def _http_ok(url: str, token: str | None = None, ok: tuple[int, ...] = (200,)) -> bool:
-    headers = {"Authorization": f"Bearer {token}"} if token else None
-    try:
-        return httpx.get(url, timeout=5, headers=headers).status_code in ok
-    except httpx.HTTPError:
-        return False
 
 
 def _wait(ready: Callable[[], bool], timeout: float, what: str, log: Path) -> None:
