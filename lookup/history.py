@@ -236,16 +236,7 @@ def past_texts(
         if history is None or not history.has(doc_id):
             notes.append(f"⚠ {ref}: истории редакций нет — показана действующая редакция, не на {as_of:%d.%m.%Y}.")
             out += current
-            editions.append(
-                {
-                    "doc_id": doc_id,
-                    "as_of": as_of.isoformat(),
-                    "version_date": None,
-                    "commit": None,
-                    "link": None,
-                    "found": "current",
-                }
-            )
+            editions.append(_edition(doc_id, as_of, "current"))
             continue
         found = history.as_of(doc_id, as_of, narrowing.articles, None if narrowing.articles else k_per_doc)
         pasts, repeal = found.pasts, found.repeal
@@ -258,32 +249,14 @@ def past_texts(
                 if first
                 else f"⚠ {ref}: на {as_of:%d.%m.%Y} текста нет."
             )
-            editions.append(
-                {
-                    "doc_id": doc_id,
-                    "as_of": as_of.isoformat(),
-                    "version_date": None,
-                    "commit": None,
-                    "link": None,
-                    "found": "none",
-                }
-            )
+            editions.append(_edition(doc_id, as_of, "none"))
             continue
         newest = found.newest or max(pasts, key=lambda p: (p.version_date, p.committed))
         language = newest.language
         link = version_link(
             info.source_url if info else None, info.portal_id if info else None, language, newest.version_date
         )
-        editions.append(
-            {
-                "doc_id": doc_id,
-                "as_of": as_of.isoformat(),
-                "found": "history",
-                "link": link,
-                "version_date": newest.version_date.isoformat(),
-                "commit": newest.commit,
-            }
-        )
+        editions.append(_edition(doc_id, as_of, "history", link, newest.version_date.isoformat(), newest.commit))
         where = f"; {link}" if link else ""
         notes.append(
             f"Текст {ref} — в редакции, действовавшей на {as_of:%d.%m.%Y}: версия от "
@@ -313,3 +286,23 @@ def _chosen(pasts: list[Past], k: int) -> list[Past]:
     languages = sorted({p.language for p in pasts}, key=lambda lang: (lang != "rus", lang))
     first = [p for p in pasts if p.language == languages[0]]
     return first if len(first) <= k or all(p.article for p in first) else first[:k]
+
+
+def _edition(
+    doc_id: str,
+    as_of: dt.date,
+    found: str,
+    link: str | None = None,
+    version_date: str | None = None,
+    commit: str | None = None,
+) -> dict[str, Any]:
+    """Which version an as-of answer quoted for one act: ``history`` (that version, its date, commit and link),
+    ``current`` (no history: today's text) or ``none`` (no text on that date)."""
+    return {
+        "doc_id": doc_id,
+        "as_of": as_of.isoformat(),
+        "found": found,
+        "link": link,
+        "version_date": version_date,
+        "commit": commit,
+    }
