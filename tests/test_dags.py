@@ -36,15 +36,21 @@ def metadata_db() -> None:
     db.initdb()
 
 
-@pytest.fixture
-def dagbag(metadata_db: None) -> Any:
-    """Parsed afresh per test, as a worker would: ``dag.test(run_conf=…)`` leaves its conf in the DAG's params,
-    and the shared task module reads its settings (the assets' locations) when it is imported."""
+def parsed() -> Any:
+    """The DAG folder parsed afresh, as a worker would. The shared task module reads its settings when it is
+    imported, the assets' URIs among them (from ZAN_HOME), and Airflow binds an asset's name to one URI: every
+    test parses before it points ZAN_HOME at its own folder (the tasks read it again when they run), so the
+    assets keep one URI in the tests' metadata database as they do in a deployment."""
     from airflow.dag_processing.dagbag import DagBag
 
     sys.modules.pop("zan_tasks", None)
-
     return DagBag(dag_folder=str(DAGS))
+
+
+@pytest.fixture
+def dagbag(metadata_db: None) -> Any:
+    """Parsed afresh per test (:func:`parsed`): ``dag.test(run_conf=…)`` also leaves its conf in the params."""
+    return parsed()
 
 
 def test_dags_import_without_errors(dagbag: Any) -> None:
@@ -120,6 +126,31 @@ def deployment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tupl
         yield src, home, url
 
 
+def test_the_assets_name_where_the_registry_and_the_index_are(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``zan_registry`` is the home's ``CURRENT``, the file a publish moves to the new version; ``zan_index``
+    the embedded index under the home, or the server's collection when ZAN_CHROMA_URL names one."""
+    from runs.pipeline import run
+
+    sys.path.insert(0, str(DAGS))
+    home = tmp_path / "zan"
+    monkeypatch.setenv("ZAN_HOME", str(home))
+    monkeypatch.delenv("ZAN_CHROMA_URL", raising=False)
+    sys.modules.pop("zan_tasks", None)
+    try:
+        import zan_tasks
+
+        info = run([SAMPLE / "standards"], home)
+        assert Path(urlparse(zan_tasks.REGISTRY_ASSET.uri).path).read_text("utf-8").strip() == info.version
+        assert Path(urlparse(zan_tasks.INDEX_ASSET.uri).path) == home / "chroma" and (home / "chroma").is_dir()
+        monkeypatch.setenv("ZAN_CHROMA_URL", "http://chroma-proxy:8000/")
+        sys.modules.pop("zan_tasks", None)
+        import zan_tasks as reread
+
+        assert reread.INDEX_ASSET.uri == f"http://chroma-proxy:8000/{COLLECTION}"
+    finally:
+        sys.modules.pop("zan_tasks", None)  # the next parse reads its own environment
+
+
 def test_connections_win_over_the_environment_which_stays_the_local_default(monkeypatch: pytest.MonkeyPatch) -> None:
     sys.path.insert(0, str(DAGS))
     import zan_tasks
@@ -179,16 +210,12 @@ def _the_golden_set_is_checked_after_the_publish(dagbag: Any, home: Path, monkey
 
 
 def test_reextract_then_backfill_end_to_end(
-    deployment: tuple[Path, Path, str], dagbag: Any, monkeypatch: pytest.MonkeyPatch
+    dagbag: Any, deployment: tuple[Path, Path, str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    src, home, url = deployment  # set up first: the DAGs are parsed in the deployment's environment
+    src, home, url = deployment
     first = dagbag.get_dag("zan_reextract").test()
     assert first.state == "success"
     assert current_version(home) == "v000001" and not (home / ".lease").exists()
-    [registry_asset] = [
-        a for a in dagbag.get_dag("zan_reextract").get_task("publish").outlets if a.name == "zan_registry"
-    ]
-    assert Path(urlparse(registry_asset.uri).path).read_text("utf-8").strip() == "v000001"  # what the publish moved
     from schemas.published import published_dir, read_manifest
 
     assert read_manifest(published_dir(home)).embedder_spec == "e5"  # the DAGs' default: a real model  # type: ignore[arg-type]
@@ -287,8 +314,6 @@ def test_the_scope_update_task_follows_a_local_bare_repository(
     the clone."""
     import shutil as sh
 
-    from airflow.dag_processing.dagbag import DagBag
-
     from tests.test_kazlaw_git import ACCIDENTS, RESCUERS, git
 
     if sh.which("git") is None:
@@ -306,14 +331,15 @@ def test_the_scope_update_task_follows_a_local_bare_repository(
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "two acts")
     git(tmp_path, "clone", "-q", "--bare", str(work), str(bare))
-    monkeypatch.setenv("ZAN_HOME", str(home))
     monkeypatch.setenv("ZAN_SOURCES", "")
     monkeypatch.setenv("ZAN_EMBEDDER", "hash")
     monkeypatch.setenv("ZAN_SHARDS", "1")
     monkeypatch.delenv("ZAN_CHROMA_URL", raising=False)
     monkeypatch.delenv("ZAN_LANDING", raising=False)
-    monkeypatch.setenv("ZAN_GIT_SCOPES", f"ministerial=file://{bare}@{clone}")
-    first = DagBag(dag_folder=str(DAGS)).get_dag("zan_reextract").test()
+    monkeypatch.setenv("ZAN_GIT_SCOPES", f"ministerial=file://{bare}@{clone}")  # read at parse: one task a scope
+    reextract = parsed().get_dag("zan_reextract")  # before ZAN_HOME points here (see parsed)
+    monkeypatch.setenv("ZAN_HOME", str(home))
+    first = reextract.test()
     assert first.state == "success" and (clone / ".git").is_dir()
     updates = [t for t in first.get_task_instances() if t.task_id == "update_scope"]
     assert len(updates) == 1 and updates[0].state == "success"
@@ -323,7 +349,7 @@ def test_the_scope_update_task_follows_a_local_bare_repository(
     git(work, "add", "-A")
     git(work, "commit", "-q", "-m", "repeal order 507", when="2026-03-01T09:00:00")
     git(work, "push", "-q", str(bare), "main")
-    second = DagBag(dag_folder=str(DAGS)).get_dag("zan_reextract").test()
+    second = reextract.test()
     assert second.state == "success" and not (clone / RESCUERS.split("/", 2)[2]).exists()
     with connect(home) as con:
         rows = dict(con.sql("SELECT doc_id, status FROM registry").fetchall())
