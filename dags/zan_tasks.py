@@ -295,11 +295,10 @@ def plan_embed(state: str) -> list[str]:
 def embed(shard_ref: str) -> int:
     """Embed one shard into the vector store (mapped: shards run on any worker at once, never colliding; at
     most :data:`EMBED_POOL`'s slots at a time, each with its share of the host's cores)."""
-    from runs.embedding import embed_shard
+    from runs.embedding import embed_shard, threads_each
 
     state, shard = shard_ref.rsplit("#", 1)
-    threads = max(1, (os.cpu_count() or 1) // embed_concurrency())
-    return int(terminal(embed_shard, state, int(shard), threads))
+    return int(terminal(embed_shard, state, int(shard), threads_each(embed_concurrency())))
 
 
 @task
