@@ -68,10 +68,9 @@ def outcome(receive: Any, child: Any, what: str) -> tuple[str, Any]:
 def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
     """``work(*args)`` in a spawned process of its own (``work`` and ``args`` pickle: a module-level function
     and plain values); returns its result or raises its error, the child's own exception when it pickles
-    (so its class and retry class stay what they were), noted as raised there. Every byte the call allocated
-    goes back with the process: a stage that builds millions of small objects leaves the parent as it found
-    it (glibc and Python keep freed heap pages; measured in ``benchmarks/README.md``, "Peak memory, whole
-    runs"). Interrupted or failing in the parent, the child is stopped."""
+    (so its class and retry class stay what they were), noted as raised there. What the call holds is held
+    by that process alone and goes with it, so two stages never stack their memory (``benchmarks/README.md``,
+    "Peak memory, whole runs"). Interrupted or failing in the parent, the child is stopped."""
     spawn = multiprocessing.get_context("spawn")  # not forked: Arrow's pools or the model's threads may run
     receive, send = spawn.Pipe(duplex=False)
     child = spawn.Process(target=_reported, args=(send, work, args, what), name=f"zan {what}", daemon=True)

@@ -11,8 +11,8 @@ version recorded (the bundled sample the first time), and documents gone from th
 only the documents in scope are rebuilt (or deleted); every other published document is carried over as is.
 
 ``run`` calls the stages of ``runs.stages`` in one process (with ``workers``, extraction, embedding and the
-BM25 build also use processes of their own; a large run's registry and enrich stages each run in a process of
-their own, :data:`OWN_PROCESS_FROM`); the Airflow DAGs call the same stages, one per task.
+BM25 build also use processes of their own; a large run's registry, enrich and word-index builds each run in a
+process of their own, :data:`OWN_PROCESS_FROM`); the Airflow DAGs call the same stages, one per task.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ from vectors.embedders import embedder_for
 __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "ShrinkRefused", "rollback", "run"]
 
 
-# From this many files to read and documents carried over, the registry and enrich stages each run in a
-# process of their own, as Airflow runs each task: what they allocate (millions of small objects, Arrow
-# buffers) goes back with the process, where in one process glibc and Python keep the freed heap and every
-# later stage starts from it. Measured on kazakhstan-law scopes (benchmarks/README.md, "Peak memory, whole
-# runs"); below it the spawn (~0.4 s a stage) would cost more than the memory is worth.
+# From this many files to read and documents carried over, the registry stage, the enrich stage and the word
+# indexes each run in a process of their own, as Airflow runs each task: the word indexes' build (the bridge's
+# EM, ~250 MB at any size) then no longer stacks on what enrich holds for the corpus (its registry, keys, the
+# history's runs). Measured on kazakhstan-law scopes (benchmarks/README.md, "Peak memory, whole runs": 1.37× →
+# 1.15× from 2 000 to 20 000 acts); below it the spawn (~0.4 s a stage) would cost more than it saves.
 OWN_PROCESS_FROM = 1000
 
 
@@ -50,7 +50,7 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 def _large(state: Path) -> bool:
-    """Whether the run's registry and enrich stages are worth a process each (:data:`OWN_PROCESS_FROM`)."""
+    """Whether the run's registry, enrich and word-index builds are worth a process each (:data:`OWN_PROCESS_FROM`)."""
     planned = RunState.load(state)
     return sum(map(len, planned.shards)) + len(planned.reused) >= OWN_PROCESS_FROM
 
@@ -69,8 +69,8 @@ def run(
     embedder given, the published version's is used (the offline ``hash`` one for a new HOME). ``workers``:
     processes that extract the files (one shard each, as the DAG's tasks) and embed new texts at once
     (:mod:`runs.embedding`); the version is the same whatever their number. ``own_processes``: whether the
-    registry and enrich stages run in processes of their own (default: from :data:`OWN_PROCESS_FROM` files
-    and documents); the version is the same either way."""
+    registry and enrich stages and the word indexes run in processes of their own (default: from
+    :data:`OWN_PROCESS_FROM` files and documents); the version is the same either way."""
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
