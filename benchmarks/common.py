@@ -52,10 +52,10 @@ def chroma_server(path: Path) -> Iterator[tuple[str, int]]:
 
 def peak_rss_mb(pid: int) -> float:
     """A live process's peak resident memory (VmHWM), in MB."""
-    return _status_mb(pid, "VmHWM:") or float("nan")
+    return status_mb(pid, "VmHWM:") or float("nan")
 
 
-def _tree(pid: int) -> list[int]:
+def process_tree(pid: int) -> list[int]:
     """``pid`` and every live process below it (``/proc/PID/task/*/children``)."""
     found, todo = [], [pid]
     while todo:
@@ -67,7 +67,7 @@ def _tree(pid: int) -> list[int]:
     return found
 
 
-def _status_mb(pid: int, key: str) -> float:
+def status_mb(pid: int, key: str) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(key):
             return int(line.split()[1]) / 1024
@@ -92,10 +92,10 @@ def wait_with_peak(process: subprocess.Popen[Any], every: float = 0.01) -> tuple
         nonlocal peak
         while not done.is_set():
             together = 0.0
-            for pid in _tree(process.pid):
+            for pid in process_tree(process.pid):
                 with contextlib.suppress(OSError):  # a process that ended between the listing and the read
-                    together += _status_mb(pid, "VmRSS:")
-                    peak = max(peak, _status_mb(pid, "VmHWM:"))
+                    together += status_mb(pid, "VmRSS:")
+                    peak = max(peak, status_mb(pid, "VmHWM:"))
             peak = max(peak, together)
             done.wait(every)
 

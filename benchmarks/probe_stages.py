@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import shutil
 import sys
 import tempfile
@@ -34,6 +35,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common import process_tree, status_mb  # noqa: E402
 from corpus import write_corpus  # noqa: E402
 
 import runs  # noqa: E402,F401  (first: it picks Arrow's allocator before pyarrow loads)
@@ -70,12 +72,9 @@ def children(call: Any) -> Any:
 
         def watch() -> None:
             while not done.is_set():
-                for task in Path("/proc/self/task").glob("*/children"):
-                    for pid in task.read_text().split():
-                        with contextlib.suppress(OSError, ValueError):
-                            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                                if line.startswith("VmHWM:"):
-                                    seen[int(pid)] = max(seen.get(int(pid), 0), int(line.split()[1]) // 1024)
+                for pid in process_tree(os.getpid())[1:]:  # the processes below this one
+                    with contextlib.suppress(OSError):
+                        seen[pid] = max(seen.get(pid, 0), int(status_mb(pid, "VmHWM:")))
                 done.wait(0.01)
 
         watcher = threading.Thread(target=watch, daemon=True)
