@@ -158,7 +158,7 @@ def test_tasks_that_failed_for_good_are_listed_beside_the_runs(client, sample_ru
     path = home / "runs" / run_history.TASK_FAILURES
     try:
         record_task_failure(home, {"dag_id": "zan_eval", "task_id": "check_golden", "run_id": "asset_triggered_1",
-                                   "error": "GoldenDropped: hit@5 0.96 → 0.90", "log_url": "javascript:alert(1)"})  # fmt: skip
+                                   "error": "GoldenDropped: hit@5 0.96 → 0.90 <script>x()</script>", "log_url": "javascript:alert(1)"})  # fmt: skip
         with path.open("a", encoding="utf-8") as handle:
             handle.write("{not json\n")
         record_task_failure(home, {"dag_id": "zan_reextract", "task_id": "update_scope", "map_index": 0,
@@ -170,6 +170,7 @@ def test_tasks_that_failed_for_good_are_listed_beside_the_runs(client, sample_ru
         page = client.get("/runs").text
         assert "GoldenDropped: hit@5 0.96 → 0.90" in page and 'href="http://airflow.local/log"' in page
         assert "javascript:" not in page
+        assert "<script>x()" not in page and "&lt;script&gt;x()" in page  # a message's markup is text, not markup
         for n in range(2 * run_history.MAX_TASK_FAILURES + 1):
             record_task_failure(home, {"task_id": f"t{n}"})
         assert len(path.read_text("utf-8").splitlines()) <= 2 * run_history.MAX_TASK_FAILURES
