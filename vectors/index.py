@@ -208,8 +208,25 @@ def get_collection(client: Client, embedder: Embedder, name: str = COLLECTION) -
         client.delete_collection(name)
         collection = client.create_collection(name, metadata=metadata, embedding_function=None)
     elif (collection.configuration_json or {}).get("hnsw", {}).get("ef_search", SEARCH_EF) < SEARCH_EF:
-        collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
+        _widen(collection)
     return collection
+
+
+def _widen(collection: Collection) -> None:
+    """Set an older collection's search width to :data:`SEARCH_EF`. Chroma's own writer may hold its SQLite
+    file a moment after the collection is made (``database is locked``, an ``InternalError``, seen on a loaded
+    machine): a setting is worth a few tries before the run fails on it."""
+    from chromadb.errors import InternalError
+    from tenacity import Retrying, retry_if_exception_type, stop_after_attempt, wait_exponential
+
+    for attempt in Retrying(
+        stop=stop_after_attempt(4),
+        wait=wait_exponential(0.25, max=2),
+        retry=retry_if_exception_type(InternalError),
+        reraise=True,
+    ):
+        with attempt:
+            collection.modify(configuration={"hnsw": {"ef_search": SEARCH_EF}})
 
 
 @dataclass(frozen=True)
