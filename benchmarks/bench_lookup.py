@@ -101,7 +101,7 @@ def published_home(home: Path, rows: list[dict[str, Any]]) -> None:
     from runs.versions import seal, set_current, staging_dir
     from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
     from schemas.parquet import write_parquet_atomic
-    from schemas.published import Manifest
+    from schemas.published import FORMAT_VERSION, Manifest
     from vectors.embed import HashingEmbedder
 
     def filled(row: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +114,8 @@ def published_home(home: Path, rows: list[dict[str, Any]]) -> None:
     for name, schema in (("chunks", CHUNK_SCHEMA), ("enriched_chunks", ENRICHED_CHUNK_SCHEMA),
                          ("rejects", REJECT_SCHEMA), ("lineage", LINEAGE_SCHEMA)):  # fmt: skip
         write_parquet_atomic(schema.empty_table(), staging / f"{name}.parquet", schema, name)
-    manifest = Manifest("v000001", "bench", "2026-12-01T00:00:00Z", len(rows), 0, HashingEmbedder().id)
+    manifest = Manifest("v000001", "bench", "2026-12-01T00:00:00Z", len(rows), 0, HashingEmbedder().id,
+                        embedder_spec="hash", format_version=FORMAT_VERSION)  # fmt: skip
     seal(home, staging, manifest)
     set_current(home, "v000001")
 

@@ -44,6 +44,7 @@ def _options(
 app.command("run")(run.run_command)
 app.command("versions")(run.versions_command)
 app.command("rollback")(run.rollback_command)
+app.command("migrate")(run.migrate_command)
 app.command("enrich-collection")(adopt.enrich_collection_command)
 app.command("fetch")(fetch.fetch_command)
 app.command("sql")(query.sql_command)

@@ -1,4 +1,4 @@
-"""``zan run``, ``zan versions``, ``zan rollback``: build and publish versions (:mod:`runs`)."""
+"""``zan run``, ``zan versions``, ``zan rollback``, ``zan migrate``: build, publish and keep versions (:mod:`runs`)."""
 
 from __future__ import annotations
 
@@ -131,3 +131,40 @@ def rollback_command(
         f"[green]{info.status.describe(info.version)}[/green]: {info.vector_writes} vector writes, "
         f"{info.deleted} deleted"
     )
+
+
+def migrate_command(
+    home: HomeOption = Path("data"),
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            help="The spec of the embedder an old version was embedded with, where its manifest does not say "
+            "(not needed for the hash embedder).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Rewrite a data directory written by an older zan into the current on-disk format, once.
+
+    Readers and runs refuse an older HOME with one line naming this command. Safe to run again: a HOME
+    already in the current format is left as it is.
+
+    Example: `zan migrate --home ./data`
+    """
+    from runs.migrate import migrate
+
+    with failing("migrate"):
+        done = migrate(home, embedder)
+    if as_json:
+        print_json(done.as_dict())
+        return
+    for step in done.steps:
+        err().print(f"  {step}", highlight=False)
+    if done.format_after is None:
+        err().print(f"nothing published under {home}: nothing to migrate")
+        return
+    if not done.steps:
+        err().print(f"[green]{home} is already format {done.format_after}[/green]: nothing to do")
+        return
+    err().print(f"[green]{home} migrated[/green]: format {done.format_before} → {done.format_after}")

@@ -69,54 +69,6 @@ def doc_filter(
     return clauses[0] if len(clauses) == 1 else {"$and": clauses}
 
 
-def fetch_chunks_by_doc_ids(
-    doc_ids: Sequence[str],
-    query: str,
-    k_per_doc: int = 5,
-    articles: Sequence[str] | None = None,
-    *,
-    collection: Collection,
-    embedder: Embedder,
-    query_vector: np.ndarray | None = None,
-    published: Mapping[str, str] | None = None,
-    sections: Sequence[str] | None = None,
-    points: Sequence[str] | None = None,
-    in_annex: bool = False,
-) -> list[Chunk]:
-    """The ``k_per_doc`` chunks of each document most similar to ``query``, best first overall.
-
-    Candidates come from ``collection.get`` filtered by doc (and article labels); they are ranked by
-    cosine similarity to the query embedding locally. No document outside ``doc_ids`` can appear. With
-    ``published`` (chunk_id → text_hash of the current version) a record a run is still writing, or has
-    not yet deleted, is left out: readers see the published version only.
-    """
-    if not doc_ids:
-        return []
-    got = _published_only(
-        collection.get(
-            where=doc_filter(doc_ids, articles, sections, points, in_annex),
-            include=["embeddings", "documents", "metadatas"],
-        ),
-        published,
-    )
-    if not got["ids"]:
-        return []
-    vector = embedder.embed_queries([query])[0] if query_vector is None else query_vector
-    scores = _cosine(np.asarray(got["embeddings"], dtype=np.float32), vector)
-    chunks = [
-        _chunk(chunk_id, meta, text, float(score))
-        for chunk_id, meta, text, score in zip(got["ids"], got["metadatas"], got["documents"], scores, strict=True)
-    ]
-    chunks.sort(key=lambda c: (-c.score, c.chunk_id))
-    kept: dict[str, int] = {}
-    best = []
-    for chunk in chunks:
-        if kept.get(chunk.doc_id, 0) < k_per_doc:
-            kept[chunk.doc_id] = kept.get(chunk.doc_id, 0) + 1
-            best.append(chunk)
-    return best
-
-
 class QuestionVector:
     """The question's vector, asked of the model on first use and kept: the fetches of one question share one
     model call, and a fetch with nothing to choose (:func:`rank_in_version`) makes none."""

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from schemas.identifiers import article_order
-from schemas.published import published_file
 
 _CHANGES = ("new_edition", "amended", "added")
 
@@ -52,10 +51,6 @@ class Change:
 class LineageIndex:
     by_article: dict[tuple[str, str], list[Change]] = field(default_factory=dict)
     by_number: dict[str, list[Change]] = field(default_factory=dict)
-
-    @classmethod
-    def load(cls, home: Path) -> LineageIndex:
-        return cls.load_file(published_file(home, "lineage.parquet"))
 
     @classmethod
     def load_file(cls, path: Path) -> LineageIndex:

@@ -265,7 +265,7 @@ def gather(
         found.vector, found.base = chunk.vector, chunk
     if crossed:
         _crossed(evidence, snap, query, vector, depth, collection, embedder)
-    if snap.lexical is None or snap.chunks is None:
+    if snap.lexical is None:
         return evidence
     lexical = snap.lexical.scores(query)
     _from_rows(evidence, snap, best_rows(lexical, depth), "lexical")

@@ -25,7 +25,7 @@ from schemas.arrow import REGISTRY_SCHEMA
 from schemas.designations import find_designations
 from schemas.identifiers import canonical_adilet_id, order_key, title_key
 from schemas.parquet import read_parquet
-from schemas.published import published_file
+from schemas.published import published_dir
 from schemas.statuses import INCOMPLETE_TEXT, DocStatus, as_status
 
 MAX_CANDIDATES = 5
@@ -115,7 +115,10 @@ class RegistryIndex:
     @classmethod
     def load(cls, home: Path) -> RegistryIndex:
         """Read the published ``registry.parquet`` under ``home`` into indices."""
-        return cls.load_file(published_file(home, "registry.parquet"), home)
+        folder = published_dir(home)
+        if folder is None:
+            raise RegistryMissing(f"{home}: no registry.parquet published yet (run `zan run --home {home}` first)")
+        return cls.load_file(folder / "registry.parquet", home)
 
     @classmethod
     def load_file(cls, path: Path, home: Path) -> RegistryIndex:

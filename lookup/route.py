@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from lookup.chunks import Chunk, QuestionVector, fetch_chunks_by_doc_ids, rank_in_version, row_chunk, vector_search
+from lookup.chunks import Chunk, QuestionVector, rank_in_version, row_chunk, vector_search
 from lookup.errors import BadQuestion, LookupProblem
 from lookup.fusion import question_language
 from lookup.grammar import parse
@@ -151,22 +151,6 @@ class Lookup:
         narrowing: Narrowing,
         query: str = "",
     ) -> list[Chunk]:
-        if snap.chunks is None:  # data written before versions: only the index has the chunks
-            if isinstance(vector, QuestionVector):
-                vector = vector()
-            vector = vector if vector is not None else self.embedder.embed_queries([query or " "])[0]
-            return fetch_chunks_by_doc_ids(
-                docs,
-                "",
-                k_per_doc,
-                narrowing.articles,
-                collection=self.collection,
-                embedder=self.embedder,
-                query_vector=vector,
-                sections=narrowing.sections,
-                points=narrowing.points,
-                in_annex=narrowing.in_annex,
-            )
         lexical = _row_scores(snap, query) if query else None
         language = question_language(query) if query else None
         return rank_in_version(
@@ -252,7 +236,7 @@ class Lookup:
     def lexical_search(self, query: str, k: int = 10) -> list[Chunk]:
         """BM25 alone over the published version (the evaluation's lexical column); empty without an index."""
         snap = self.snapshot()
-        if snap.lexical is None or snap.chunks is None:
+        if snap.lexical is None:
             return []
         found = snap.lexical.top(clean_query(query), k)
         rows = snap.chunks.at([p for p, _ in found])
@@ -316,7 +300,7 @@ class Lookup:
         # ranked without the model (BM25 of its words, then chunk order), which spares a model call per lookup;
         # one with words asks the model once, and only when a fetch has more chunks than it answers
         vector: QuestionVector | None = None
-        if asked != query or snap.chunks is None:
+        if asked != query:
             vector = QuestionVector(lambda: self.embedder.embed_queries([asked])[0])
         chunks: list[Chunk] = []
         held = history_of(snap) if from_history else None

@@ -67,7 +67,7 @@ class VersionChunks:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.file = pq.ParquetFile(path, pre_buffer=False)
-        self.firsts = first_ids(self.file)  # None: not in chunk id order (older data): read whole
+        self.firsts = first_ids(self.file)  # None: no usable row group statistics: read whole
         meta = self.file.metadata
         self.starts = np.cumsum([0] + [meta.row_group(g).num_rows for g in range(meta.num_row_groups)])
         self._docs: OrderedDict[str, pa.Table] = OrderedDict()
@@ -190,14 +190,14 @@ class Snapshot:
     """What one published version answers from (read once, when a reader opens it)."""
 
     home: Path
-    version: str | None  # None: data written before versions existed (files directly under HOME)
+    version: str
     folder: Path
-    embedder: str | None
+    embedder: str
     registry: RegistryIndex
     lineage: LineageIndex
-    chunks: VersionChunks | None
-    published: PublishedChunks | None
-    lexical: LexicalIndex | None = None  # None: a version built before lexical indexes
+    chunks: VersionChunks
+    published: PublishedChunks
+    lexical: LexicalIndex | None = None  # None: the word indexes do not hold this version's chunks (damage)
     bridge: Bridge | None = None  # the version's Kazakh↔Russian term table (vectors.bridge)
     documents: DocumentIndex | None = None  # its documents' cards and centroids (vectors.documents)
     views: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # derived once per version
@@ -206,24 +206,24 @@ class Snapshot:
     def open(cls, home: Path, max_candidates: int = MAX_CANDIDATES) -> Snapshot:
         """The version ``CURRENT`` names now (read once: every file below comes from that folder)."""
         version = current_version(home)
-        folder = versions_dir(home) / version if version else home
+        if version is None:
+            raise LookupProblem(f"nothing published under {home}: run `zan run --home {home}` first")
         try:
-            return cls._open(home, version, folder, max_candidates)
+            return cls._open(home, version, versions_dir(home) / version, max_candidates)
         except FileNotFoundError as exc:  # pruned between reading CURRENT and opening it: read CURRENT again
-            if version is None or current_version(home) == version:
+            if current_version(home) == version:
                 raise LookupProblem(f"the published version {version} cannot be read: {exc}") from exc
             return cls.open(home, max_candidates)
 
     @classmethod
-    def _open(cls, home: Path, version: str | None, folder: Path, max_candidates: int) -> Snapshot:
+    def _open(cls, home: Path, version: str, folder: Path, max_candidates: int) -> Snapshot:
         registry = RegistryIndex.load_file(folder / "registry.parquet", home)
         registry.max_candidates = max_candidates
         chunks_path = folder / "enriched_chunks.parquet"
-        chunks = VersionChunks(chunks_path) if chunks_path.exists() else None
-        published = PublishedChunks(chunks_path) if version and chunks_path.exists() else None
-        embedder = read_manifest(folder).embedder if version else None
-        lexical = LexicalIndex.open(folder) if chunks is not None else None
-        if lexical is not None and chunks is not None and lexical.size != chunks.file.metadata.num_rows:
+        chunks, published = VersionChunks(chunks_path), PublishedChunks(chunks_path)
+        embedder = read_manifest(folder).embedder
+        lexical = LexicalIndex.open(folder)
+        if lexical is not None and lexical.size != chunks.file.metadata.num_rows:
             lexical = None  # not this version's chunks: answer without it rather than from another's rows
         bridge = Bridge.open(folder / LEXICAL) if lexical is not None else None
         documents = DocumentIndex.open(folder) if lexical is not None else None

@@ -22,8 +22,6 @@ from runs.state import Published, RunInfo, RunOptions, RunState, RunStatus, Stag
 from runs.versions import clear_staging, now_iso
 from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
 from vectors.embedders import make_embedder
-from vectors.lexical import LEXICAL
-from vectors.words import build_word_indexes
 
 
 def begin(
@@ -90,8 +88,6 @@ def begin_rollback(home: Path, version: str | None, chroma_url: str | None, embe
         manifest = read_manifest(folder)
         if manifest.embedder != embedder_id:
             raise RunError(f"{target} was indexed with {manifest.embedder}; roll back with that embedder")
-        if not (folder / LEXICAL).exists():  # a version from before lexical indexes
-            build_word_indexes(folder / "enriched_chunks.parquet", folder / LEXICAL)
         info.documents = pq.ParquetFile(folder / "registry.parquet").metadata.num_rows
         info.chunks = pq.ParquetFile(folder / "enriched_chunks.parquet").metadata.num_rows
         info.rejected = pq.ParquetFile(folder / "rejects.parquet").metadata.num_rows

@@ -57,7 +57,6 @@ def plan_embedding(state_path: Path | str, shards: int = 1) -> list[str]:
     refs = [f"{state.path}#{n}" for n in range(shards)]
     with timed(info, "plan_embed"):
         store = VectorStore(home, state.embedder_id)
-        store.upgrade()
         known = KnownHashes.of(pa.array([], pa.string()) if options.force_reembed else store.hashes())
         forced = forced_rows(Scope.from_json(state.scope), set(state.rebuilt)) if options.force_reembed else None
         seen: set[int] = set()

@@ -87,8 +87,6 @@ def index(
         count_classes(info, changes.counts)
         check_shrink(previous, state.columns("registry", ["doc_id"]), changes.count(ChangeClass.DELETED), options)
     store = VectorStore(home, embedder.id)
-    if not options.dry_run:
-        store.upgrade()  # parts of the first layout become memory-mappable (this run holds the lease)
     if options.dry_run:
         hashes, _ = _to_embed(path, changes, text=False)
         if not options.force_reembed:
@@ -407,7 +405,7 @@ def _index_before(
 ) -> tuple[Iterable[pa.Table], bool]:
     """What the index holds, in chunk id order, and whether it is exactly the published version: then its
     chunk file is read (with what a metadata update compares: no read of the index is needed). After an
-    interrupted run, with data from before versions, or when the index is another embedder's, the index
+    interrupted run, with nothing published, or when the index is another embedder's, the index
     itself is read back (nothing for another embedder: it is rebuilt), so the diff converges on the truth."""
     clean = previous is not None and not (home / DIRTY).exists() and previous.manifest.embedder == embedder.id
     if clean and previous is not None:

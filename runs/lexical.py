@@ -11,24 +11,21 @@ from pathlib import Path
 from typing import Any
 
 from runs.child import outcome, report, wrapped
-from runs.state import Published, RunState
+from runs.state import RunState
 from runs.versions import staging_dir
+from schemas.published import versions_dir
 from vectors.lexical import LEXICAL
 from vectors.words import build_word_indexes
 
 
 def lexical_jobs(state: RunState) -> list[tuple[Path, Path, Path | None]]:
     """The BM25 indexes a run builds, as (enriched chunks, index folder, the last version's index folder to
-    reuse unchanged chunks from, if any): the staged version's when the run staged new tables; else, for a
-    published version from before lexical indexes, that version's."""
-    previous = Published.load(Path(state.home), state.previous) if state.previous else None
-    if not state.same:
-        staging = staging_dir(Path(state.home), state.run_id)
-        before = previous.folder / LEXICAL if previous is not None and (previous.folder / LEXICAL).is_dir() else None
-        return [(staging / "enriched_chunks.parquet", staging / LEXICAL, before)]
-    if previous is not None and not (previous.folder / LEXICAL).exists():
-        return [(previous.folder / "enriched_chunks.parquet", previous.folder / LEXICAL, None)]
-    return []
+    reuse unchanged chunks from, if any): the staged version's when the run staged new tables, else none."""
+    if state.same:
+        return []
+    staging = staging_dir(Path(state.home), state.run_id)
+    before = versions_dir(Path(state.home)) / state.previous / LEXICAL if state.previous else None
+    return [(staging / "enriched_chunks.parquet", staging / LEXICAL, before if before and before.is_dir() else None)]
 
 
 @contextlib.contextmanager

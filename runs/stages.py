@@ -78,7 +78,7 @@ from schemas.arrow import REGISTRY_SCHEMA, REJECT_SCHEMA, Reject, reject_table, 
 from schemas.failpoints import failpoint
 from schemas.files import atomic_writer
 from schemas.parquet import read_parquet, write_parquet_atomic
-from schemas.published import Manifest, versions_dir
+from schemas.published import FORMAT_VERSION, Manifest, read_manifest, versions_dir
 from vectors.index import LazyClient, delete_ids
 from vectors.words import build_word_indexes
 
@@ -259,7 +259,7 @@ def publish(state_path: Path | str) -> RunInfo:
             # writes to the same tables are a repair (an interrupted run left the index behind), unless the
             # user asked for them: a --force-reembed run publishes the same version with new vectors
             info.version, info.status = state.previous, _same_tables_status(writes, options.force_reembed)
-            manifest = Manifest(**json.loads((folder / "manifest.json").read_text("utf-8")))
+            manifest = read_manifest(folder)
             if manifest.file_keys != state.file_keys or (
                 state.source_commits and manifest.source_commits != state.source_commits
             ):
@@ -280,6 +280,7 @@ def publish(state_path: Path | str) -> RunInfo:
                 parent=state.previous,
                 file_keys=state.file_keys,
                 source_commits=state.source_commits,
+                format_version=FORMAT_VERSION,
             )
             folder = seal(home, staging_dir(home, state.run_id), manifest)
             set_current(home, manifest.version)

@@ -18,7 +18,6 @@ from pathlib import Path
 from schemas.files import atomic_write
 from schemas.published import (
     KEEP_VERSIONS,
-    OUTPUTS,
     VERSION_NAME,
     Manifest,
     VersionError,
@@ -59,8 +58,6 @@ def set_current(home: Path, version: str) -> None:
     if not (versions_dir(home) / version).is_dir():
         raise VersionError(f"version {version} does not exist under {versions_dir(home)}")
     write_text_atomic(home / "CURRENT", version + "\n")
-    for legacy in OUTPUTS:  # files of the pre-versions layout would only mislead a reader now
-        (home / legacy).unlink(missing_ok=True)
 
 
 def prune(home: Path, keep: int = KEEP_VERSIONS) -> list[str]:

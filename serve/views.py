@@ -253,7 +253,7 @@ def article(snap: Snapshot, doc_id: str, label: str, page: int = 1) -> dict[str,
     of text and notes (long notes split into parts, see :func:`_by_size`), changes
     :data:`CHANGES_PER_PAGE` a page. None when the document or the article is not in the version."""
     info = snap.registry.docs.get(doc_id)
-    if info is None or label not in info.article_labels or snap.chunks is None:
+    if info is None or label not in info.article_labels:
         return None
     rows = snap.chunks.rows([doc_id], Narrowing((label,)))
     pages_of_chunks = _by_size(_chunk_texts(snap, rows))
@@ -278,7 +278,7 @@ def passage(snap: Snapshot, doc_id: str, narrowing: Narrowing | None = None, pag
     пункт or section has no chunk of its own), in reading order (article numbers as numbers), a page of
     :data:`ARTICLE_PAGE_CHARS` at a time. None when the version holds no such document."""
     info = snap.registry.docs.get(doc_id)
-    if info is None or snap.chunks is None:
+    if info is None:
         return None
     narrowing = narrowing or Narrowing()
     rows = snap.chunks.rows([doc_id], narrowing)

@@ -37,32 +37,6 @@ def test_vectors_come_back_from_whichever_part_holds_them_and_a_new_part_is_seen
         assert np.array_equal(got[key], (first | second)[key]) and got[key].dtype == np.float32
 
 
-def test_a_part_of_the_first_layout_is_read_and_then_converted(tmp_path: Path) -> None:
-    """Parquet parts (``text_hash``, ``vector``) written by earlier zan: read as they are, converted by a run
-    to the memory-mapped layout with the same vectors."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    from vectors.store import VECTOR_SCHEMA
-
-    store = VectorStore(tmp_path, "hash-ngram-test")
-    rng = np.random.default_rng(3)
-    old = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(50)}
-    store.folder.mkdir(parents=True)
-    table = pa.table({"text_hash": list(old), "vector": [v.tolist() for v in old.values()]}, schema=VECTOR_SCHEMA)
-    pq.write_table(table, store.folder / "part-old.parquet")
-    new = {f"{n:032x}": rng.standard_normal(16).astype(np.float32) for n in range(50, 60)}
-    store.put("new", new)
-    for reader in (store, VectorStore(tmp_path, "hash-ngram-test")):
-        got = reader.get([*old, *new])
-        assert set(got) == set(old) | set(new) and all(np.array_equal(got[h], (old | new)[h]) for h in got)
-    assert sorted(store.hashes().to_pylist()) == sorted([*old, *new])
-    assert store.upgrade() == 1 and not list(store.folder.glob("*.parquet"))
-    fresh = VectorStore(tmp_path, "hash-ngram-test")
-    got = fresh.get([*old, "absent"])
-    assert set(got) == set(old) and all(np.array_equal(got[h], old[h]) and got[h].dtype == np.float32 for h in got)
-
-
 def test_a_half_written_part_is_not_read(tmp_path: Path) -> None:
     store = VectorStore(tmp_path, "hash-ngram-test")
     store.put("whole", {"a" * 32: np.ones(4, np.float32)})

@@ -149,16 +149,3 @@ class EmbedderSpec:
     def __str__(self) -> str:
         head = {"hash": "hash", "e5": "e5", "st": f"st:{self.target}", "openai": f"openai:{self.target}"}[self.kind]
         return head + (f"?{urlencode(self.options)}" if self.options else "")
-
-
-def spec_of_version(manifest_spec: str | None, manifest_id: str) -> str:
-    """The spec to embed questions with for a version: the one its manifest records; versions written
-    before specs were recorded name their embedder by id only (``hash-…`` is the hash embedder)."""
-    if manifest_spec:
-        return manifest_spec
-    if manifest_id.startswith("hash-"):
-        return "hash"
-    raise EmbedderError(
-        f"the published version was embedded by {manifest_id!r}: give --embedder (it was written "
-        "before versions recorded how to make their embedder)"
-    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vectors.embed import Embedder, EmbedderSpec, HashingEmbedder, spec_of_version
+from vectors.embed import Embedder, EmbedderError, EmbedderSpec, HashingEmbedder
 
 
 def make_embedder(spec: str) -> Embedder:
@@ -30,10 +30,13 @@ def embedder_for(home: Path, spec: str | None = None) -> Embedder:
     else the offline default ``hash``. A named ``spec`` wins."""
     if spec:
         return make_embedder(spec)
-    from schemas.published import published_dir, read_manifest
+    from schemas.published import check_format, published_dir, read_manifest
 
     folder = published_dir(home) if Path(home).is_dir() else None
     if folder is None:
         return HashingEmbedder()
+    check_format(Path(home))
     manifest = read_manifest(folder)
-    return make_embedder(spec_of_version(manifest.embedder_spec, manifest.embedder))
+    if not manifest.embedder_spec:  # every format-2 manifest records it (``zan migrate`` fills older ones)
+        raise EmbedderError(f"{folder / 'manifest.json'} does not say how to make its embedder: give --embedder")
+    return make_embedder(manifest.embedder_spec)

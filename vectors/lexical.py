@@ -246,7 +246,7 @@ class LexicalIndex:
 
     @classmethod
     def open(cls, version_folder: Path) -> LexicalIndex | None:
-        """The version's index, or None for a version built before lexical indexes existed."""
+        """The version's index, or None when its folder lacks one (every version of the current format has one)."""
         folder = version_folder / LEXICAL
         return cls(folder) if (folder / "params.index.json").exists() else None
 

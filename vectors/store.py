@@ -7,9 +7,9 @@ so finding the vectors of any set of hashes is a binary search per part and a ga
 lookup ranks a large document's chunks from here in milliseconds, without reading any other vector. The
 keys file is written last: a part whose keys file exists is whole.
 
-Parts of the first layout (parquet, ``text_hash`` + ``vector``) stay readable; a run converts them
-(:meth:`VectorStore.upgrade`). A chunk whose text moved to a new chunk id finds its vector here; a new
-embedder has an empty folder, so changing the embedder re-embeds everything.
+Parts of the first layout (parquet, ``text_hash`` + ``vector``) are not read: ``zan migrate`` rewrites them
+(:mod:`runs.migrate`). A chunk whose text moved to a new chunk id finds its vector here; a new embedder has an
+empty folder, so changing the embedder re-embeds everything.
 """
 
 from __future__ import annotations
@@ -23,13 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-VECTOR_SCHEMA = pa.schema(
-    [pa.field("text_hash", pa.string(), nullable=False), pa.field("vector", pa.list_(pa.float32()))]
-)
-KEYS, VECTORS, LEGACY = ".keys.npy", ".f32.npy", ".parquet"
+KEYS, VECTORS = ".keys.npy", ".f32.npy"
 
 
 class _Part:
@@ -89,7 +84,6 @@ class VectorStore:
     def __init__(self, home: Path, embedder_id: str) -> None:
         self.folder = home / "vectors" / re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
         self._parts: dict[Path, _Part] = {}
-        self._legacy: dict[Path, pa.Array] = {}
 
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors among ``hashes`` (missing ones are simply absent), as float32 rows. Parts are
@@ -114,8 +108,6 @@ class VectorStore:
                     out[fits[i]] = block[n]
                 found = {fits[i] for i in at}
                 wanted = [h for h in wanted if h not in found]
-        if wanted:
-            out |= self._legacy_get(wanted)
         return out
 
     def matrix(self, hashes: list[str]) -> tuple[np.ndarray, np.ndarray]:
@@ -145,15 +137,9 @@ class VectorStore:
             in_order = np.empty(len(hashes), np.int64)
             in_order[positions] = rows
             return np.asarray(part.vectors[in_order], dtype=np.float32), found
-        older = self._legacy_get([hashes[n] for n in np.flatnonzero(~found)]) if self._legacy_parts() else {}
-        dim = dim or next((len(v) for v in older.values()), 0)
         out = np.zeros((len(hashes), dim), np.float32)
         for part, rows, positions in hits:
             out[positions] = part.vectors[rows]
-        for n in np.flatnonzero(~found):
-            vector = older.get(hashes[n])
-            if vector is not None and len(vector) == dim:
-                out[n], found[n] = vector, True
         return out, found
 
     def release(self) -> None:
@@ -173,17 +159,11 @@ class VectorStore:
             if fits:
                 at, _ = part.find(np.array([h.encode("ascii", "replace") for h in fits], dtype=f"S{width}"))
                 found.update(fits[i] for i in at)
-        if len(found) < len(wanted) and self._legacy_parts():
-            asked = pa.array([h for h in wanted if h not in found], pa.string())
-            for legacy in self._legacy_parts():
-                stored = self._legacy_hashes(legacy)
-                found.update(asked.filter(pc.is_in(asked, value_set=stored)).to_pylist())
         return sorted(found)
 
     def hashes(self) -> pa.Array:
         """Every stored text hash, as an Arrow string array (keys only; no vector is read)."""
         arrays = [pa.array(part.keys.astype(str), pa.string()) for part in self._mapped()]
-        arrays += [self._legacy_hashes(p) for p in self._legacy_parts()]
         return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
     def put(self, run_id: str, vectors: dict[str, np.ndarray], part_rows: int = 200_000, block: int = 0) -> None:
@@ -195,24 +175,11 @@ class VectorStore:
             name = f"part-{run_id}{f'-b{block}' if block else ''}{f'-{n}' if n else ''}"
             keys = np.array([h.encode("ascii") for h, _ in batch])
             matrix = np.stack([np.asarray(v, dtype=np.float32).ravel() for _, v in batch])
-            self._write(name, keys, matrix)
+            self.write_part(name, keys, matrix)
 
-    def upgrade(self) -> int:
-        """Convert parts of the first layout (parquet) to memory-mappable ones; returns how many. A run does
-        it, holding the lease; readers read either layout meanwhile."""
-        done = 0
-        for legacy in self._legacy_parts():
-            table = pq.read_table(legacy, schema=VECTOR_SCHEMA).sort_by("text_hash")
-            column = table.column("vector").combine_chunks()
-            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-            keys = np.array([h.encode("ascii") for h in table.column("text_hash").to_pylist()])
-            self._write(legacy.name[: -len(LEGACY)], keys, flat.reshape(table.num_rows, -1))
-            legacy.unlink()
-            self._legacy.pop(legacy, None)
-            done += 1
-        return done
-
-    def _write(self, name: str, keys: np.ndarray, matrix: np.ndarray) -> None:
+    def write_part(self, name: str, keys: np.ndarray, matrix: np.ndarray) -> None:
+        """One part: ``keys`` (sorted fixed-width bytes) and their vectors in the same order, each file written
+        atomically, the keys last (their presence marks a whole part)."""
         self.folder.mkdir(parents=True, exist_ok=True)
         for suffix, array in ((VECTORS, matrix), (KEYS, keys)):  # the keys last: their presence marks a whole part
             target = self.folder / f"{name}{suffix}"
@@ -230,30 +197,3 @@ class VectorStore:
             if path not in self._parts and _vectors_path(path).exists():
                 self._parts[path] = _Part(path)
         return [self._parts[p] for p in paths if p in self._parts]
-
-    # --- the first layout: parquet parts, read until a run converts them ---------------------------------
-
-    def _legacy_parts(self) -> list[Path]:
-        return sorted(self.folder.glob(f"part-*{LEGACY}")) if self.folder.exists() else []
-
-    def _legacy_hashes(self, part: Path) -> pa.Array:
-        if part not in self._legacy:
-            self._legacy[part] = pq.read_table(part, columns=["text_hash"]).column(0).combine_chunks()
-        return self._legacy[part]
-
-    def _legacy_get(self, hashes: list[str]) -> dict[str, np.ndarray]:
-        wanted, out = set(hashes), {}
-        asked = pa.array(sorted(wanted), pa.string())
-        for part in self._legacy_parts():
-            if not wanted or not pc.any(pc.is_in(self._legacy_hashes(part), value_set=asked)).as_py():
-                continue
-            table = pq.read_table(part, schema=VECTOR_SCHEMA)
-            table = table.filter(pc.is_in(table.column("text_hash"), value_set=asked))
-            column = table.column("vector").combine_chunks()
-            flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
-            offsets = column.offsets.to_numpy()
-            for i, text_hash in enumerate(table.column("text_hash").to_pylist()):
-                if text_hash in wanted:
-                    out[text_hash] = flat[offsets[i] : offsets[i + 1]]
-                    wanted.discard(text_hash)
-        return out
