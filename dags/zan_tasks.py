@@ -272,7 +272,8 @@ def registry(shard_files: list[str]) -> str:
     from runs import stages
 
     state = str(Path(shard_files[0]).parent / "state.json")
-    return str(terminal(stages.registry, state))
+    terminal(stages.registry, state)
+    return state
 
 
 @task
@@ -280,7 +281,8 @@ def enrich(state: str) -> str:
     """Join the identifier fields onto the chunks (DuckDB) and stage the version's tables."""
     from runs import stages
 
-    return str(terminal(stages.enrich, state))
+    terminal(stages.enrich, state)
+    return state
 
 
 @task
@@ -320,7 +322,8 @@ def publish(state: str) -> dict[str, Any]:
     """Publish the version; downstream DAGs scheduled on the registry/index assets run after it."""
     from runs import stages
 
-    info = terminal(stages.publish, state)
+    terminal(stages.publish, state)
+    info = stages.RunState.load(state).run_info()
     events = get_current_context()["outlet_events"]
     for asset in (REGISTRY_ASSET, INDEX_ASSET):
         events[asset].extra = {

@@ -36,7 +36,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 
 from schemas.errors import ZanError
-from schemas.published import check_home, published_file
+from schemas.published import check_home, published_dir
+from schemas.run_report import read_report, report_paths, runs_table
 
 VIEWS = {
     "registry": "registry.parquet",
@@ -59,33 +60,26 @@ def connect(home: Path, sandbox: bool = False) -> duckdb.DuckDBPyConnection:
     row per run report: counts per change class, version, status, seconds…). The views read Arrow datasets,
     never paths; with ``sandbox`` DuckDB's own file access is then switched off and its settings locked."""
     home = check_home(home, writable=False)
+    folder = published_dir(home)
+    if folder is None:
+        raise QueryError(f"nothing published under {home}: run `zan run --home {home}` first")
     con = duckdb.connect()
-    found = 0
     for view, name in VIEWS.items():
-        path = published_file(home, name)
-        if path.exists():
-            con.register(view, ds.dataset(path, format="parquet"))
-            found += 1
+        if (folder / name).exists():
+            con.register(view, ds.dataset(folder / name, format="parquet"))
     runs = run_reports(home)
     if runs is not None:
         con.register("runs", runs)
-    if not found:
-        con.close()
-        raise QueryError(f"nothing published under {home}: run `zan run --home {home}` first")
     if sandbox:
         _lock_down(con)
     return con
 
 
 def run_reports(home: Path) -> pa.Table | None:
-    """Every run report under ``HOME/runs`` as one Arrow table (columns united by name), read by a DuckDB
-    connection of its own that is closed before any user SQL runs."""
-    reports = home / "runs"
-    if not reports.is_dir() or not any(reports.glob("*.json")):
-        return None
-    pattern = str(reports / "*.json").replace("'", "''")
-    with duckdb.connect() as reader:
-        return reader.sql(f"SELECT * FROM read_json_auto('{pattern}', union_by_name = true)").fetch_arrow_table()
+    """Every run report under ``HOME/runs``, read by their one reader, as one typed Arrow table
+    (:func:`schemas.run_report.runs_table`), oldest first; None when there is none."""
+    paths = report_paths(home)
+    return runs_table([read_report(p) for p in reversed(paths)]) if paths else None
 
 
 def _lock_down(con: duckdb.DuckDBPyConnection) -> None:

@@ -9,7 +9,7 @@ import contextlib
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -21,6 +21,7 @@ from runs.scope import Scope, plan_scope, prepare
 from runs.state import Published, RunInfo, RunOptions, RunState, RunStatus, Stage, new_run_id, timed, work_dir
 from runs.versions import clear_staging, now_iso
 from schemas.published import VersionError, check_home, list_versions, read_manifest, versions_dir
+from schemas.run_report import RunReport, StageResult
 from vectors.embedders import make_embedder
 
 
@@ -150,12 +151,13 @@ def _size(path: str) -> int:
         return 0
 
 
-def record_failure(home: Path, info: RunInfo, error: BaseException) -> None:
-    """Write the failed run's report; best effort: a full disk must not hide the run's own error."""
+def record_failure(home: Path, info: RunInfo, error: BaseException, stages: Iterable[StageResult] = ()) -> None:
+    """Write the failed run's report (with the stages it finished); best effort: a full disk must not hide
+    the run's own error."""
     info.status = RunStatus.REFUSED if isinstance(error, ShrinkRefused) else RunStatus.FAILED
     info.error = f"{type(error).__name__}: {error}"
     try:
-        write_report(home, {**info.as_dict(), "finished": now_iso()})
+        write_report(home, RunReport.of(info, finished=now_iso(), stages=list(stages)))
     except OSError as exc:
         print(f"zan: could not write the report of failed run {info.run_id}: {exc}", file=sys.stderr)
 

@@ -32,7 +32,7 @@ from runs.changes import forced_rows
 from runs.child import outcome, report
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
-from runs.state import Progress, RunState, timed
+from runs.state import Progress, RunState, StageResult, as_state, timed
 from schemas.files import atomic_writer
 from schemas.parquet import iter_parquet
 from vectors.embed import EmbedderSpec
@@ -48,10 +48,10 @@ def shard_path(state: RunState, shard: int) -> Path:
     return state.work / f"embed-{shard:04d}.parquet"
 
 
-def plan_embedding(state_path: Path | str, shards: int = 1) -> list[str]:
+def plan_embedding(state_path: RunState | Path | str, shards: int = 1) -> list[str]:
     """Split the texts to embed into ``shards`` files; returns one ``state#n`` reference per shard (at least
     one, possibly empty). A dry run embeds nothing."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     shards = max(1, shards)
     refs = [f"{state.path}#{n}" for n in range(shards)]
@@ -150,7 +150,7 @@ def with_threads(spec: str, threads: int | None) -> str:
 
 
 @contextlib.contextmanager
-def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> Iterator[Callable[[], bool]]:
+def embedding_aside(state_path: RunState | Path | str, shards: list[str], workers: int) -> Iterator[Callable[[], bool]]:
     """Embed every shard, one spawned process each (``zan run --workers N``), while the ``with`` body runs:
     the index stage, which is handed the yielded ``pending`` and, block by block, waits for the vectors it
     needs to be stored (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing
@@ -160,7 +160,7 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     seconds recorded as ``embed`` (the index stage's waits for vectors are its ``embed_wait``). A body that
     fails stops the shards. The processes only add vector-store parts (never the state file); what is
     stored, and so the version, is the same as embedding first."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     indices = [n for n in (int(ref.rsplit("#", 1)[1]) for ref in shards) if _rows(shard_path(state, n))]
     threads = threads_each(workers)
     spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
@@ -168,7 +168,7 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     for shard in indices:
         receive, send = spawn.Pipe(duplex=False)
         child = spawn.Process(
-            target=_embed_child, args=(str(state_path), shard, threads, send), daemon=True, name=f"zan-embed-{shard}"
+            target=_embed_child, args=(str(state.path), shard, threads, send), daemon=True, name=f"zan-embed-{shard}"
         )
         child.start()
         send.close()
@@ -209,10 +209,12 @@ def embedding_aside(state_path: Path | str, shards: list[str], workers: int) -> 
     stop()
     if not indices:
         return
-    state = RunState.load(state_path)
+    state = as_state(state_path)  # as the body left it (read again when this was given a path)
     info = state.run_info()
     info.seconds["embed"] = round(info.seconds.get("embed", 0) + seconds[0], 3)
-    state.update(info)
+    state.update(
+        info, None, StageResult("embed", state.to_embed, state.to_embed, 0, round(seconds[0], 3), "texts → vectors")
+    )
 
 
 def _rows(shard: Path) -> int:

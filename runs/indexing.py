@@ -28,7 +28,7 @@ from runs.changes import (
 from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
 from runs.scope import Scope
-from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, timed
+from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, StageResult, as_state, timed
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA
 from schemas.failpoints import failpoint
 from schemas.parquet import iter_parquet
@@ -51,11 +51,11 @@ from vectors.store import VectorStore
 
 
 def index(
-    state_path: Path | str,
+    state_path: RunState | Path | str,
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     pending: Callable[[], bool] | None = None,
-) -> RunInfo:
+) -> StageResult:
     """Diff against the index, check the shrink gate, embed what is new, write what changed.
 
     Everything goes through in batches: the diff is a merge of two streams in chunk id order written to the
@@ -63,7 +63,7 @@ def index(
     of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus. ``pending``:
     the embed stage runs beside this one (:func:`runs.embedding.embedding_aside`); each block waits for its
     vectors while that returns True (:func:`await_vectors`)."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
     if embedder.bind(home) != state.embedder_id:
@@ -93,8 +93,11 @@ def index(
             hashes = hashes[~KnownHashes.of(store.hashes()).contains(hashes)]
         info.embedded = len(hashes)
         info.status = RunStatus.DRY_RUN
-        state.update(info, Stage.INDEXED)
-        return info
+        done = StageResult(
+            "index", sum(changes.counts.values()), 0, 0, info.seconds["diff"], "a dry run: nothing written"
+        )
+        state.update(info, Stage.INDEXED, done)
+        return done
     if changes.count(*WRITTEN):
         to_embed = changes.count(*EMBEDDED)
         hashes, text_bytes = _to_embed(path, changes, text=True) if to_embed else (np.zeros(0, np.uint64), 0)
@@ -123,8 +126,21 @@ def index(
     if not centroids.exists() or changes.count(*WRITTEN):  # every vector is stored now: the documents' means
         with timed(info, "documents"):
             build_centroids(path, store, centroids, previous=_previous_centroids(state))
-    state.update(info, Stage.INDEXED)
-    return info
+    stage_seconds = sum(info.seconds.get(s, 0) for s in ("repair", "diff", "embed_wait", "index", "documents"))
+    done = StageResult(
+        "index",
+        sum(changes.counts.values()),
+        info.vector_writes + info.metadata_writes,
+        0,
+        round(stage_seconds, 3),
+        "chunks compared → index writes",
+    )
+    # the texts embedded here, or by the DAG's embed tasks before this stage; an embed stage beside this one
+    # (``pending``) says what it did itself when it ends (:func:`runs.embedding.embedding_aside`)
+    embedded = info.embedded if pending is None else info.embedded - state.to_embed
+    what = [StageResult("embed", embedded, embedded, 0, info.seconds.get("embed", 0), "texts → vectors")]
+    state.update(info, Stage.INDEXED, *(what if embedded else []), done)
+    return done
 
 
 def _previous_centroids(state: RunState) -> Path | None:
@@ -307,13 +323,13 @@ def _held_schema() -> pa.Schema:
     return pa.schema([ENRICHED_CHUNK_SCHEMA.field(name) for name in HELD_COLUMNS])
 
 
-def validate(state_path: Path | str) -> RunInfo:
+def validate(state_path: RunState | Path | str) -> StageResult:
     """Contracts of the staged tables (each was checked against its schema as it was written; here: unique
     ids, no orphan chunks), and a read-back of what this run wrote to the index."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info = state.run_info()
     if info.status == RunStatus.DRY_RUN:
-        return info
+        return StageResult("validate", units="a dry run: nothing to validate")
     with timed(info, "validate"):
         keys = state.columns("enriched_chunks", ["chunk_id", "doc_id"])
         doc_ids = state.columns("registry", ["doc_id"]).column("doc_id")
@@ -330,8 +346,9 @@ def validate(state_path: Path | str) -> RunInfo:
             problems += _read_back(state, changes, keys.num_rows)
         if problems:
             raise ValidationFailed(f"run {state.run_id} not published: " + "; ".join(problems))
-    state.update(info, Stage.VALIDATED)
-    return info
+    done = StageResult("validate", keys.num_rows, 0, 0, info.seconds["validate"], "chunks checked")
+    state.update(info, Stage.VALIDATED, done)
+    return done
 
 
 READ_BACK = 1000  # written records read back by validate: all of a small run, an even sample of a large one

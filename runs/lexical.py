@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from runs.child import outcome, report, wrapped
-from runs.state import RunState
+from runs.state import RunState, StageResult, as_state
 from runs.versions import staging_dir
 from schemas.published import versions_dir
 from vectors.lexical import LEXICAL
@@ -29,7 +29,7 @@ def lexical_jobs(state: RunState) -> list[tuple[Path, Path, Path | None]]:
 
 
 @contextlib.contextmanager
-def lexical_aside(state_path: Path | str) -> Iterator[None]:
+def lexical_aside(state_path: RunState | Path | str) -> Iterator[None]:
     """Build the run's BM25 index (:func:`lexical_jobs`) in a process of its own while the ``with`` body
     runs, then wait for it and add its seconds to the run's ``lexical``. Meant for the embed and index
     stages, which leave a core idle (Chroma's write holds one; the embedder mostly waits on its model or
@@ -37,7 +37,7 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
     function, the same files). The process only writes its index folder (never the state file); if the body
     fails it is stopped, and if the build fails the run fails with its error (a RunError that keeps the error's
     retry class: :func:`runs.child.wrapped`), before anything is published."""
-    jobs = lexical_jobs(RunState.load(state_path))
+    jobs = lexical_jobs(as_state(state_path))
     if not jobs:
         yield
         return
@@ -60,13 +60,16 @@ def lexical_aside(state_path: Path | str) -> Iterator[None]:
         receive.close()
     if kind != "ok":
         raise wrapped(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}", value) from value
-    state = RunState.load(state_path)
+    state = as_state(state_path)  # as the body left it (read again when this was given a path)
     info = state.run_info()
     info.seconds["lexical"] = round(info.seconds.get("lexical", 0) + float(value[1]), 3)
-    state.update(info)
+    indexed = sum(value[0])
+    state.update(
+        info, None, StageResult("lexical", indexed, indexed, 0, round(float(value[1]), 3), "chunks → word indexes")
+    )
 
 
-def lexical_apart(state_path: Path | str) -> None:
+def lexical_apart(state_path: RunState | Path | str) -> None:
     """Build the run's BM25 index in a process of its own now (:func:`lexical_aside` with nothing beside it):
     a large run in one process does, so the word indexes' build (the bridge's EM holds ~250 MB whatever the
     corpus) does not stack on what the enrich stage holds."""

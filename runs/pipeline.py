@@ -49,10 +49,9 @@ def _noop(stage: str, done: int, total: int) -> None:
     return None
 
 
-def _large(state: Path) -> bool:
+def _large(state: RunState) -> bool:
     """Whether the run's registry, enrich and word-index builds are worth a process each (:data:`OWN_PROCESS_FROM`)."""
-    planned = RunState.load(state)
-    return sum(map(len, planned.shards)) + len(planned.reused) >= OWN_PROCESS_FROM
+    return sum(map(len, state.shards)) + len(state.reused) >= OWN_PROCESS_FROM
 
 
 def run(
@@ -75,9 +74,10 @@ def run(
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
     embedder_id = embedder.bind(home, record=not options.dry_run)
-    state = stages.begin(
+    path = stages.begin(
         home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id, holder="process"
     )
+    state = RunState.load(path)  # once: the stages below share it (read again after a stage run elsewhere)
     with _finishing(state):
         stages.extract_all(state, workers, progress)
         apart = _large(state) if own_processes is None else own_processes
@@ -86,8 +86,9 @@ def run(
         # BM25 build is part of enrich and the index stage embeds block by block
         aside = workers > 1
         if apart:  # each in a process of its own, the BM25 build after enrich too (or beside the index stage)
-            in_own_process(stages.registry, state, what="the registry stage")
-            in_own_process(stages.enrich, state, False, what="the enrich stage")
+            in_own_process(stages.registry, path, what="the registry stage")
+            in_own_process(stages.enrich, path, False, what="the enrich stage")
+            state = RunState.load(path)
             if not aside:
                 lexical_apart(state)
         else:
@@ -117,7 +118,7 @@ def rollback(
     lean_arrow_memory()
     home = check_home(home, writable=True)
     embedder = embedder or embedder_for(home)
-    state = stages.begin_rollback(home, version, chroma_url, embedder.spec, embedder.bind(home))
+    state = RunState.load(stages.begin_rollback(home, version, chroma_url, embedder.spec, embedder.bind(home)))
     with _finishing(state):
         stages.index(state, embedder, progress)
         _publish(state)
@@ -125,7 +126,7 @@ def rollback(
 
 
 @contextlib.contextmanager
-def _finishing(state: Path) -> Iterator[None]:
+def _finishing(state: RunState) -> Iterator[None]:
     """A failing stage ends the run through :func:`runs.stages.finish` (the lease released, the failure
     recorded, the previous version still published) before its error goes on."""
     try:
@@ -135,7 +136,7 @@ def _finishing(state: Path) -> Iterator[None]:
         raise
 
 
-def _publish(state: Path) -> None:
+def _publish(state: RunState) -> None:
     """The stages after the index is written: read back, publish, report."""
     stages.validate(state)
     stages.publish(state)

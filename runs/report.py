@@ -1,4 +1,5 @@
-"""The run report: JSON for tools (and the ``runs`` view), a small static HTML page for people.
+"""The run report (:class:`schemas.run_report.RunReport`), built from what the run did: JSON for tools (and the
+``runs`` view), a small static HTML page for people (the template ``zan serve`` shows it with).
 
 Written to ``HOME/runs/<run_id>.json`` and ``.html`` by every run (failed, refused and dry runs too), and
 into the version's folder when the run publishes one. Contents: counts per change class, per document type
@@ -9,9 +10,8 @@ stage; texts sent to the embedder.
 
 from __future__ import annotations
 
-import html
-import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,11 +22,12 @@ from runs.changes import ChangeSet, lockstep, sorted_chunks
 from runs.diff import CLASSES, WRITTEN, ChangeClass
 from runs.versions import now_iso, write_text_atomic
 from schemas.arrow import REGISTRY_FIELDS_ON_CHUNK
-from schemas.charts import stacked_bars
 from schemas.parquet import iter_parquet
+from schemas.run_report import RejectLine, RunReport, StageResult
 
 if TYPE_CHECKING:
-    from runs.state import Published, RunInfo
+    from runs.state import Published
+    from schemas.run_report import RunInfo
 
 COVERAGE_FIELDS = tuple(f for f in REGISTRY_FIELDS_ON_CHUNK if f not in ("doc_title", "doc_type")) + (
     "code_articles",
@@ -43,9 +44,11 @@ def build_report(
     previous: Published | None,
     rejects: pa.Table,
     started: str,
-) -> dict[str, Any]:
+    stages: Iterable[StageResult] = (),
+) -> RunReport:
     """The report of a run whose version's chunks are ``enriched`` (read a batch at a time beside the change
-    set, only :data:`REPORT_COLUMNS`: the tallies hold counts per doc type and folder, never the corpus)."""
+    set, only :data:`REPORT_COLUMNS`: the tallies hold counts per doc type and folder, never the corpus), with
+    what each of its ``stages`` did."""
     by_type: dict[str, Counter[str]] = defaultdict(Counter)
     by_source: dict[str, Counter[str]] = defaultdict(Counter)
     filled: dict[str, Counter[str]] = defaultdict(Counter)
@@ -65,19 +68,20 @@ def build_report(
             gone = old.filter(pc.is_in(old.column("chunk_id"), value_set=deleted))
             _tally(gone.append_column("class", pa.repeat(pa.scalar("deleted"), gone.num_rows)), by_type, by_source)
             touched |= {str(d) for d in pc.unique(gone.column("doc_id")).to_pylist()}
-    return {
-        **info.as_dict(),
-        "started": started,
-        "finished": now_iso(),
-        "previous_version": previous.version if previous else None,
-        "classes": changes.counts,
-        "by_doc_type": {k: _ordered(v) for k, v in sorted(by_type.items())},
-        "by_source": {k: _ordered(v) for k, v in sorted(by_source.items())},
-        "coverage": _coverage(filled),
-        "documents_diff": documents_diff(registry, previous, touched),
-        "rejects": rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist(),
-        "extraction": extraction_summary(registry, rejects),
-    }
+    return RunReport.of(
+        info,
+        started=started,
+        finished=now_iso(),
+        previous_version=previous.version if previous else None,
+        classes=dict(changes.counts),
+        by_doc_type={k: _ordered(v) for k, v in sorted(by_type.items())},
+        by_source={k: _ordered(v) for k, v in sorted(by_source.items())},
+        coverage=_coverage(filled),
+        documents_diff=documents_diff(registry, previous, touched),
+        rejects=[RejectLine(**r) for r in rejects.select(["stage", "source_file", "doc_id", "reason"]).to_pylist()],
+        extraction=extraction_summary(registry, rejects),
+        stages=list(stages),
+    )
 
 
 def extraction_summary(registry: pa.Table, rejects: pa.Table) -> dict[str, Any]:
@@ -175,99 +179,13 @@ def documents_diff(registry: pa.Table, previous: Published | None, touched: set[
     }
 
 
-def write_report(home: Path, report: dict[str, Any], version_dir: Path | None = None) -> Path:
+def write_report(home: Path, report: RunReport, version_dir: Path | None = None) -> Path:
     """``runs/<run_id>.json`` + ``.html`` (and a copy in the version folder). Returns the JSON path."""
-    text = json.dumps(report, ensure_ascii=False, indent=1, default=str)
-    page = render_html(report)
-    path = home / "runs" / f"{report['run_id']}.json"
+    text, page = report.to_json(), report.html()
+    path = home / "runs" / f"{report.run_id}.json"
     write_text_atomic(path, text)
     write_text_atomic(path.with_suffix(".html"), page)
     if version_dir is not None:
         write_text_atomic(version_dir / "report.json", text)
         write_text_atomic(version_dir / "report.html", page)
     return path
-
-
-def render_html(report: dict[str, Any]) -> str:
-    """A self-contained page: summary, classes per type and source, coverage, documents, rejects, timings."""
-    esc = html.escape
-    summary = [
-        ("status", report.get("status")),
-        ("version", report.get("version")),
-        ("previous version", report.get("previous_version")),
-        ("scope", report.get("scope")),
-        ("documents", report.get("documents")),
-        ("chunks", report.get("chunks")),
-        ("texts embedded", report.get("embedded")),
-        ("vector writes", report.get("vector_writes")),
-        ("metadata-only writes", report.get("metadata_writes")),
-        ("rejected", report.get("rejected")),
-        ("error", report.get("error")),
-    ]
-    parts = [
-        "<!doctype html><meta charset='utf-8'>",
-        f"<title>zan run {esc(str(report.get('run_id')))}</title>",
-        "<style>body{font:14px system-ui;margin:2em auto;max-width:70em;padding:0 1em}"
-        "table{border-collapse:collapse;margin:.5em 0 1.5em}.scroll{overflow-x:auto;max-width:100%}"
-        "td,th{border:1px solid #ccc;padding:.2em .6em;text-align:right;overflow-wrap:anywhere}"
-        "th:first-child,td:first-child{text-align:left}.bad{color:#b00}"
-        ".charts{display:grid;grid-template-columns:repeat(auto-fit,minmax(30em,1fr));gap:1em}</style>",
-        f"<h1>zan run {esc(str(report.get('run_id')))}</h1>",
-        _table(["", ""], [[k, "" if v is None else v] for k, v in summary]),
-        "<div class='charts'>" + "".join(f"<div>{c}</div>" for c in report_charts(report)) + "</div>",
-        "<h2>Chunks by change class</h2>",
-        _table(list(CLASSES), [[report.get("classes", {}).get(c, 0) for c in CLASSES]]),
-    ]
-    for title, key in (("By document type", "by_doc_type"), ("By source folder", "by_source")):
-        rows = [[name, *(counts.get(c, 0) for c in CLASSES)] for name, counts in report.get(key, {}).items()]
-        parts += [f"<h2>{title}</h2>", _table(["", *CLASSES], rows)]
-    coverage = report.get("coverage", {})  # one row per field, one column per doc type: fits the page
-    coverage_rows = [[f, *(f"{coverage[t].get(f, 0):.0%}" for t in coverage)] for f in COVERAGE_FIELDS]
-    parts += [
-        "<h2>Identifier coverage (share of chunks with the field)</h2>",
-        _table(["field", *coverage], coverage_rows),
-    ]
-    docs = report.get("documents_diff", {})
-    parts += [
-        "<h2>Documents vs the previous version</h2>",
-        _table(["", "documents"], [[k, ", ".join(v) or "–"] for k, v in docs.items()]),
-    ]
-    rejects = [[r["stage"], r["source_file"] or "", r["doc_id"] or "", r["reason"]] for r in report.get("rejects", [])]
-    parts += [
-        "<h2 class='bad'>Rejects</h2>" if rejects else "<h2>Rejects</h2>",
-        _table(["stage", "file", "doc_id", "reason"], rejects),
-    ]
-    extraction = report.get("extraction") or {}
-    if extraction:
-        gaps = extraction.get("unexplained_heading_lines", 0)
-        parts += [
-            f"<h2{' class=bad' if gaps else ''}>Extraction</h2>",
-            _table(["parser", "documents"], list(extraction.get("parsers", {}).items())),
-            _table(
-                ["doc_id", "fields missing"],
-                [[d, ", ".join(m)] for d, m in extraction.get("missing_fields", {}).items()],
-            ),
-            _table(["doc_id", "unexplained heading lines"], list(extraction.get("gaps", {}).items())),
-            _table(["doc_id", "notice"], [[d, "; ".join(n)] for d, n in extraction.get("notices", {}).items()]),
-        ]
-    parts += ["<h2>Seconds per stage</h2>", _table(["stage", "s"], list(report.get("seconds", {}).items()))]
-    return "\n".join(parts) + "\n"
-
-
-def report_charts(report: dict[str, Any]) -> list[str]:
-    """The run's charts (the run history page draws the same across runs): chunks by change class per
-    document type, and seconds per stage."""
-    by_type = report.get("by_doc_type", {})
-    changes = {str(c): [by_type[t].get(c, 0) for t in by_type] for c in CLASSES}
-    seconds = report.get("seconds", {})
-    return [
-        stacked_bars("Chunks by change class, per document type", list(by_type), changes),
-        stacked_bars("Seconds per stage", list(seconds), {"seconds": list(seconds.values())}, unit=" s"),
-    ]
-
-
-def _table(head: list[str], rows: list[list[Any]]) -> str:
-    esc = html.escape
-    out = ["<div class='scroll'><table><tr>" + "".join(f"<th>{esc(str(h))}</th>" for h in head) + "</tr>"]
-    out += ["<tr>" + "".join(f"<td>{esc(str(c))}</td>" for c in row) + "</tr>" for row in rows]
-    return "".join(out) + "</table></div>"

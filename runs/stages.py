@@ -55,14 +55,7 @@ from runs.lexical import lexical_aside as lexical_aside
 from runs.lexical import lexical_jobs
 from runs.report import build_report, write_report
 from runs.scope import Prepared, Scope, carry_rejects
-from runs.state import (
-    Progress,
-    Published,
-    RunInfo,
-    RunStatus,
-    Stage,
-    timed,
-)
+from runs.state import Progress, Published, RunInfo, RunStatus, Stage, StageResult, as_state, timed
 from runs.state import RunState as RunState
 from runs.versions import (
     next_version,
@@ -88,11 +81,11 @@ log.addHandler(logging.NullHandler())  # silent unless the application configure
 # --- extract --------------------------------------------------------------------------------------------
 
 
-def extract_shard(state_path: Path | str, index: int, progress: Progress | None = None) -> Path:
+def extract_shard(state_path: RunState | Path | str, index: int, progress: Progress | None = None) -> Path:
     """Extract one shard's files: documents stream to ``shard-N.docs`` as they are read; the rejects go to
     ``shard-N.rejects.parquet`` and the time taken (and the process) to ``shard-N.json``, written last (its
     presence says the shard is complete)."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
     started = time.perf_counter()
@@ -107,19 +100,20 @@ def extract_shard(state_path: Path | str, index: int, progress: Progress | None 
     return out
 
 
-def extract_all(state_path: Path | str, workers: int = 1, progress: Progress | None = None) -> None:
+def extract_all(state_path: RunState | Path | str, workers: int = 1, progress: Progress | None = None) -> None:
     """Every shard of the run: here, file by file, when ``workers`` is 1 (or there is one shard); else each
     in one of ``workers`` processes (spawned: a fork after Arrow's pools started can deadlock), progress
     counted in shards. Shards are written to their own files, so the version is the same either way (the
     registry orders documents by source file, not by shard)."""
-    shards = len(RunState.load(state_path).shards)
+    state = as_state(state_path)
+    shards = len(state.shards)
     if workers <= 1 or shards <= 1:
         for n in range(shards):
-            extract_shard(state_path, n, progress)
+            extract_shard(state, n, progress)
         return
     spawn = multiprocessing.get_context("spawn")
     with ProcessPoolExecutor(max_workers=min(workers, shards), mp_context=spawn) as pool:
-        pending = [pool.submit(extract_shard, str(state_path), n) for n in range(shards)]
+        pending = [pool.submit(extract_shard, str(state.path), n) for n in range(shards)]
         for done, future in enumerate(as_completed(pending), 1):
             future.result()  # a shard's failure fails the run, as in one process
             if progress:
@@ -129,9 +123,10 @@ def extract_all(state_path: Path | str, workers: int = 1, progress: Progress | N
 # --- registry and enrich --------------------------------------------------------------------------------
 
 
-def registry(state_path: Path | str) -> Path:
-    """Registry rows and chunks of the documents the shards extracted (staged for the enrich stage)."""
-    state = RunState.load(state_path)
+def registry(state_path: RunState | Path | str) -> StageResult:
+    """Registry rows and chunks of the documents the shards extracted (staged for the enrich stage). What the
+    extraction did (its own seconds, summed over shards) is recorded beside it."""
+    state = as_state(state_path)
     info, home = state.run_info(), Path(state.home)
     previous = Published.load(home, state.previous) if state.previous else None
     with timed(info, "registry"):
@@ -163,16 +158,31 @@ def registry(state_path: Path | str) -> Path:
         write_parquet_atomic(reject_table(rebuilt.rejects), state.work / "rejects.parquet", REJECT_SCHEMA, "rejects")
     state.reused = sorted(rebuilt.reused)
     info.seconds["extract"] = round(extract_seconds, 3)
-    info.files = rebuilt.extracted + sum(1 for r in rebuilt.rejects if r.stage == "extract")
-    state.update(info, Stage.REGISTRY)
-    return state.path
+    failed = {"extract": 0, "registry": 0}
+    for r in rebuilt.rejects:
+        if r.stage in failed:
+            failed[r.stage] += 1
+    info.files = rebuilt.extracted + failed["extract"]
+    extracted = StageResult(
+        "extract", info.files, rebuilt.extracted, failed["extract"], info.seconds["extract"], "files → documents"
+    )
+    done = StageResult(
+        "registry",
+        rebuilt.extracted,
+        rebuilt.registry.num_rows,
+        failed["registry"],
+        info.seconds["registry"],
+        "documents → registry rows",
+    )
+    state.update(info, Stage.REGISTRY, extracted, done)
+    return done
 
 
-def enrich(state_path: Path | str, lexical: bool = True) -> Path:
+def enrich(state_path: RunState | Path | str, lexical: bool = True) -> StageResult:
     """Join identifier fields onto the rebuilt chunks, combine with what stays, stage the version's tables;
     then build the BM25 index of them, unless ``lexical`` is False (the caller builds it beside the next
     stages: :func:`lexical_aside`)."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home = state.run_info(), Path(state.home)
     previous = Published.load(home, state.previous) if state.previous else None
     with timed(info, "enrich"):
@@ -204,13 +214,23 @@ def enrich(state_path: Path | str, lexical: bool = True) -> Path:
             staging.mkdir(parents=True, exist_ok=True)
             for name in VERSION_TABLES:
                 os.replace(out / name, staging / name)
+    fresh = sum(1 for r in built.rejects if r.stage in ("enrich", "lineage"))
+    done = StageResult(
+        "enrich",
+        rebuilt.registry.num_rows,
+        info.chunks,
+        fresh,
+        info.seconds["enrich"],
+        "rebuilt registry rows → the version's chunks",
+    )
+    words = []
     if lexical:
         with timed(info, "lexical"):
-            for enriched, out, before in lexical_jobs(state):
-                build_word_indexes(enriched, out, before)
+            indexed = sum(build_word_indexes(enriched, out, before) for enriched, out, before in lexical_jobs(state))
+        words = [StageResult("lexical", indexed, indexed, 0, info.seconds["lexical"], "chunks → word indexes")]
     info.rejected = rejects_table.num_rows
-    state.update(info, Stage.ENRICHED)
-    return state.path
+    state.update(info, Stage.ENRICHED, done, *words)
+    return done
 
 
 VERSION_TABLES = (
@@ -240,12 +260,12 @@ def _history(state: RunState, previous: Published | None, scope: Scope, out: Pat
 # --- publish --------------------------------------------------------------------------------------------
 
 
-def publish(state_path: Path | str) -> RunInfo:
+def publish(state_path: RunState | Path | str) -> StageResult:
     """Make the version current (one atomic pointer swap), then delete what went away (the report prunes)."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     if info.status == RunStatus.DRY_RUN:
-        return info
+        return StageResult("publish", units="a dry run: nothing published")
     failpoint("publish")
     changes = ChangeSet.load(state.work)
     writes = changes.writes
@@ -297,24 +317,29 @@ def publish(state_path: Path | str) -> RunInfo:
         else:
             info.indexed = info.chunks
         (home / DIRTY).unlink(missing_ok=True)
-    state.update(info, Stage.PUBLISHED)
-    return info
+    seconds = round(info.seconds["publish"] + info.seconds["cleanup"], 3)
+    done = StageResult(
+        "publish", info.chunks, changes.count(ChangeClass.DELETED), 0, seconds, "chunks published → index deletions"
+    )
+    state.update(info, Stage.PUBLISHED, done)
+    return done
 
 
 # --- report and finish ----------------------------------------------------------------------------------
 
 
-def report(state_path: Path | str) -> Path | None:
+def report(state_path: RunState | Path | str) -> Path | None:
     """Write the run report (JSON + HTML) to ``HOME/runs/`` and the version folder, then prune the versions
     beyond ``--keep`` (after the report, which compares with the version before). Dry runs write nothing."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home = state.run_info(), Path(state.home)
     if info.status == RunStatus.DRY_RUN:
         state.update(info, Stage.REPORTED)
         return None
     registry, enriched, rejects = _tables_after_publish(state, info)
     previous = Published.load(home, state.previous) if state.previous else None
-    body = build_report(info, ChangeSet.load(state.work), enriched, registry, previous, rejects, state.started)
+    changes = ChangeSet.load(state.work)
+    body = build_report(info, changes, enriched, registry, previous, rejects, state.started, state.stage_results())
     folder = versions_dir(home) / info.version if info.status == RunStatus.PUBLISHED and info.version else None
     path = write_report(home, body, folder)
     prune(home, state.run_options.keep_versions)
@@ -333,10 +358,10 @@ def _tables_after_publish(state: RunState, info: RunInfo) -> tuple[pa.Table, Pat
     )
 
 
-def finish(state_path: Path | str, error: BaseException | None = None) -> RunInfo:
+def finish(state_path: RunState | Path | str, error: BaseException | None = None) -> RunInfo:
     """Always the last step: on failure (an error, or a run that stopped before its report) record it;
     then remove work and staging files and release the lease. The previous version stays published."""
-    state = RunState.load(state_path)
+    state = as_state(state_path)
     info, home = state.run_info(), Path(state.home)
     if error is not None or state.stage != Stage.REPORTED:
         failure = error or RunError(f"run stopped after stage {state.stage!r}")
@@ -345,7 +370,7 @@ def finish(state_path: Path | str, error: BaseException | None = None) -> RunInf
             RunStatus.UNCHANGED,
             RunStatus.REPAIRED,
         ):  # failed before the pointer moved
-            record_failure(home, info, failure)
+            record_failure(home, info, failure, state.stage_results())
     shutil.rmtree(staging_dir(home, state.run_id), ignore_errors=True)
     shutil.rmtree(state.work, ignore_errors=True)
     lease.release(home, state.run_id)

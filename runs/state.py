@@ -23,6 +23,8 @@ from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA
 from schemas.changes import RunStatus as RunStatus
 from schemas.parquet import read_parquet
 from schemas.published import KEEP_VERSIONS, Manifest, published_dir, read_manifest, versions_dir
+from schemas.run_report import RunInfo as RunInfo
+from schemas.run_report import StageResult as StageResult
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
 
@@ -58,48 +60,6 @@ class RunOptions:
     def from_json(cls, data: dict[str, Any]) -> RunOptions:
         since = dt.date.fromisoformat(data["since"]) if data.get("since") else None
         return cls(**{**data, "only": tuple(data.get("only") or ()), "since": since})
-
-
-@dataclass
-class RunInfo:
-    """What a run did; ``zan run --json`` prints it and Airflow tasks return it."""
-
-    run_id: str
-    status: RunStatus = RunStatus.RUNNING
-    version: str | None = None
-    scope: str = "full"
-    documents: int = 0
-    chunks: int = 0
-    rejected: int = 0
-    indexed: int = 0
-    files: int = 0
-    added: int = 0
-    text_changed: int = 0
-    metadata_changed: int = 0
-    unchanged: int = 0
-    deleted: int = 0
-    embedded: int = 0
-    vector_writes: int = 0
-    metadata_writes: int = 0
-    home: str = ""
-    chroma: str = ""
-    embedder: str = ""
-    error: str | None = None
-    repairs: list[str] = field(default_factory=list)  # what the run found broken and fixed (a damaged index)
-    repealed: int = 0  # acts a git source deleted since the last version: kept, marked repealed
-    sources: list[str] = field(default_factory=list)  # what the run says of its git sources (commits, rewrites)
-    seconds: dict[str, float] = field(default_factory=dict)
-    outputs: dict[str, str] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> RunInfo:
-        names = {f.name for f in fields(cls)}
-        info = cls(**{k: v for k, v in data.items() if k in names})
-        info.status = RunStatus(info.status)
-        return info
 
 
 @dataclass
@@ -198,6 +158,7 @@ class RunState:
     repealed: dict[str, str] = field(default_factory=dict)  # acts deleted from a git source → when (ISO date)
     to_embed: int = 0  # the texts they hold
     info: dict[str, Any] = field(default_factory=dict)
+    stages: list[dict[str, Any]] = field(default_factory=list)  # what each stage did (StageResult), in order
 
     @property
     def work(self) -> Path:
@@ -239,11 +200,22 @@ class RunState:
     def run_info(self) -> RunInfo:
         return RunInfo.from_dict(self.info)
 
-    def update(self, info: RunInfo, stage: Stage | None = None) -> None:
+    def update(self, info: RunInfo, stage: Stage | None = None, *done: StageResult) -> None:
+        """Record ``info`` (and the stage reached, and what ``done`` stages did) in the state file."""
         self.info = info.as_dict()
         if stage:
             self.stage = stage
+        self.stages += [d.as_dict() for d in done]
         self.save()
+
+    def stage_results(self) -> list[StageResult]:
+        return [StageResult(**d) for d in self.stages]
+
+
+def as_state(state: RunState | Path | str) -> RunState:
+    """A stage's state: the run's own object when its caller holds one (a run in one process loads its state
+    once), else read from the state file (an Airflow task, a stage in a process of its own)."""
+    return state if isinstance(state, RunState) else RunState.load(state)
 
 
 def work_dir(home: Path, run_id: str) -> Path:

@@ -54,6 +54,7 @@ from lookup.route import Lookup
 from lookup.run_history import MAX_RUNS
 from lookup.version import Snapshot
 from schemas.limits import MAX_FIELD_CHARS, MAX_K, MAX_K_PER_DOC, MAX_LABEL_CHARS, MAX_QUERY_PARAM
+from schemas.run_report import TEMPLATES as REPORT_TEMPLATES
 from serve import pages
 from serve.limits import ServeLimits
 from serve.logs import LogFormat
@@ -88,7 +89,7 @@ def create_app(config: ServeConfig) -> FastAPI:
     metrics = Metrics()
     served = Served(config, metrics)
     limiter = anyio.CapacityLimiter(max(1, config.workers))
-    templates = Jinja2Templates(directory=str(HERE / "templates"))
+    templates = Jinja2Templates(directory=[str(HERE / "templates"), str(REPORT_TEMPLATES)])  # a run's report too
 
     async def blocking(call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(call, *args, limiter=limiter)

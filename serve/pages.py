@@ -1,6 +1,7 @@
 """The pages people use, rendered on the server at addresses they can share: ``/?q=…`` (search, answered as
 the lookup answers), ``/documents`` (the registry, filtered), ``/documents/{doc_id}``,
-``/documents/{doc_id}/articles/{article}`` and ``/runs`` (history with charts). Everything they load is
+``/documents/{doc_id}/articles/{article}``, ``/runs`` (history with charts) and ``/runs/{run_id}`` (one run's
+report, with the template its own HTML file is written with). Everything they load is
 served from this package: one stylesheet, inline SVG charts, no script; every page is rendered in the worker
 pool and a long document or article comes a page at a time."""
 
@@ -14,12 +15,12 @@ from fastapi.responses import HTMLResponse
 from fastapi.templating import Jinja2Templates
 
 from lookup.route import Lookup
-from lookup.run_history import RunSummary
 from lookup.version import Snapshot
 from schemas.changes import CLASSES, RunStatus
 from schemas.charts import stacked_bars
 from schemas.limits import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_QUERY_PARAM
 from schemas.links import safe_link
+from schemas.run_report import RunReport, report_view
 from serve.served import Served
 from serve.views import MAX_PAGE, article, document, search_documents
 
@@ -98,6 +99,14 @@ def register(app: FastAPI, served: Served, templates: Jinja2Templates, blocking:
         snap = served.lookup.held() if served.lookup else None
         return await page(request, "runs.html", snap, runs=runs, charts=run_charts(runs), failures=failures)
 
+    @app.get("/runs/{run_id}", response_class=HTMLResponse, include_in_schema=False)
+    async def run_page(request: Request, run_id: str) -> HTMLResponse:
+        report = await blocking(served.history.run, run_id[:MAX_FIELD_CHARS])
+        if report is None:
+            raise HTTPException(404, detail=f"no run {run_id[:MAX_FIELD_CHARS]!r} under this home")
+        snap = served.lookup.held() if served.lookup else None
+        return await page(request, "run.html", snap, report=report, view=report_view(report))
+
 
 def _lookup_view(lookup: Lookup, snap: Snapshot, q: str) -> dict[str, Any]:
     """The lookup's answer, with each matched document's requisites for the page."""
@@ -116,7 +125,7 @@ def _lookup_view(lookup: Lookup, snap: Snapshot, q: str) -> dict[str, Any]:
     }
 
 
-def run_charts(runs: list[RunSummary]) -> list[str]:
+def run_charts(runs: list[RunReport]) -> list[str]:
     """Documents and chunks per published version, change classes per run, seconds per stage per run
     (oldest first, as a history reads)."""
     ordered = list(reversed(runs))

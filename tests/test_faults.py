@@ -226,7 +226,8 @@ def test_validate_refuses_an_index_that_does_not_hold_what_was_written(tmp_path:
     state = stages.begin(home, [SAMPLE], holder="process")
     try:
         stages.extract_shard(state, 0)
-        stages.enrich(stages.registry(state))
+        stages.registry(state)
+        stages.enrich(state)
         stages.index(state)
         collection = open_client(home / "chroma").get_collection(COLLECTION)
         if tamper == "metadata":

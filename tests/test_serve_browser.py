@@ -127,6 +127,25 @@ def test_the_run_report_has_its_charts_and_fits_the_page(browser, run_home) -> N
         browser.set_window_size(1280, 1000)
 
 
+def test_one_runs_page_is_its_report_with_the_sites_header(browser, run_home, served) -> None:  # type: ignore[no-untyped-def]
+    """``/runs/{run_id}``, reached from the run history's link, renders the body the report's own file has."""
+    from selenium.webdriver.common.by import By
+
+    info, home, _ = run_home
+    browser.get(served + "/runs")
+    browser.find_element(By.CSS_SELECTOR, f"#runs a[href='/runs/{info.run_id}']").click()
+    assert browser.find_element(By.TAG_NAME, "h1").text == f"zan run {info.run_id}"
+    stages = [r.text.split()[0] for r in browser.find_elements(By.CSS_SELECTOR, "#stages tr")[1:]]
+    assert stages[:3] == ["extract", "registry", "enrich"] and "publish" in stages, stages
+    assert len(browser.find_elements(By.CSS_SELECTOR, "svg.chart")) == 2
+    assert browser.find_element(By.ID, "served-version").text.startswith("версия")  # the site's header
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= browser.execute_script("return window.innerWidth") + 1
+    _shot(browser, "5b-one-run")
+    browser.get((home / "runs" / f"{info.run_id}.html").as_uri())  # the same body, in the file the run wrote
+    assert [r.text.split()[0] for r in browser.find_elements(By.CSS_SELECTOR, "#stages tr")[1:]] == stages
+
+
 # --- a home built from hostile sources (issue 42): clicking every link runs nothing ---------------------------
 
 

@@ -260,6 +260,17 @@ class History(_Model):
     versions: list[ActVersion]
 
 
+class StageResult(_Model):
+    """What one stage of a run did: what it read and wrote (``units`` says what), rejected, its seconds."""
+
+    stage: str
+    read: int = 0
+    wrote: int = 0
+    rejected: int = 0
+    seconds: float = 0.0
+    units: str = ""
+
+
 class Run(_Model):
     """One run of the ETL, as its report says."""
 
@@ -278,6 +289,7 @@ class Run(_Model):
     rejects: list[dict[str, Any]] = Field(default_factory=list)
     documents_diff: dict[str, list[str]] = Field(default_factory=dict)
     error: str | None = None
+    stages: list[StageResult] = Field(default_factory=list)
 
 
 class TaskFailure(_Model):
