@@ -14,7 +14,7 @@ import datetime as dt
 import itertools
 import random
 import time
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeAlias, TypeVar
 from urllib.parse import quote
 
 import httpx
@@ -23,6 +23,9 @@ from pydantic import BaseModel
 from zan_client.models import Article, Document, DocumentList, Health, History, LookupAnswer, Runs
 
 M = TypeVar("M", bound=BaseModel)
+H = TypeVar("H", httpx.Client, httpx.AsyncClient)  # the connection pool a client sends with
+T = TypeVar("T", httpx.BaseTransport, httpx.AsyncBaseTransport)  # and the transport it may be given
+Call: TypeAlias = tuple[str, type[M], dict[str, Any] | None]  # a call: path, the answer's model, parameters
 RETRIED = frozenset({502, 503, 504})
 MAX_WAIT = 30.0  # the longest a Retry-After is honoured for
 
@@ -35,14 +38,63 @@ class ZanError(Exception):
         self.status, self.detail, self.request_id = status, detail, request_id
 
 
-class _Base:
-    def __init__(self, base_url: str, token: str | None, timeout: float, retries: int, backoff: float) -> None:
+class _Base(Generic[H, T]):
+    """What both clients share: settings, the one retry policy, the checks of an answer, and the calls as
+    (path, answer model, parameters); each client only sends them (blocking or awaited)."""
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8787",
+        token: str | None = None,
+        timeout: float = 30.0,
+        retries: int = 3,
+        backoff: float = 0.5,
+        transport: T | None = None,
+    ) -> None:
         if retries < 0 or timeout <= 0:
             raise ValueError("retries must be ≥ 0 and timeout > 0")
         self.base_url = base_url.rstrip("/")
         self.retries, self.backoff = retries, backoff
         self.headers = {"Accept": "application/json"} | ({"Authorization": f"Bearer {token}"} if token else {})
         self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self._http: H = self._open(transport)
+
+    def _open(self, transport: T | None) -> H:
+        raise NotImplementedError
+
+    # --- the calls: (path, the answer's model, parameters) -------------------------------------------------
+
+    @staticmethod
+    def _lookup(query: str, k_per_doc: int, as_of: dt.date | str | None, k: int) -> Call[LookupAnswer]:
+        params: dict[str, Any] = {"q": query, "k_per_doc": k_per_doc, "k": k}
+        if as_of is not None:
+            params["as_of"] = as_of.isoformat() if isinstance(as_of, dt.date) else as_of
+        return "/api/lookup", LookupAnswer, params
+
+    @staticmethod
+    def _documents(q: str, doc_type: str, issuer: str, status: str, page: int) -> Call[DocumentList]:
+        params = {"q": q, "doc_type": doc_type, "issuer": issuer, "status": status, "page": page}
+        return "/api/documents", DocumentList, params
+
+    @staticmethod
+    def _document(doc_id: str, page: int) -> Call[Document]:
+        return f"/api/documents/{quote(doc_id, safe='')}", Document, {"page": page}
+
+    @staticmethod
+    def _article(doc_id: str, label: str, page: int) -> Call[Article]:
+        return f"/api/documents/{quote(doc_id, safe='')}/articles/{quote(label, safe='')}", Article, {"page": page}
+
+    @staticmethod
+    def _history(doc_id: str) -> Call[History]:
+        return f"/api/documents/{quote(doc_id, safe='')}/history", History, None
+
+    @staticmethod
+    def _runs(limit: int) -> Call[Runs]:
+        return "/api/runs", Runs, {"limit": limit}
+
+    @staticmethod
+    def _ready() -> Call[Health]:
+        return "/readyz", Health, None
 
     def _after(self, attempt: int, response: httpx.Response | None) -> float | None:
         """The one retry policy of both clients: seconds to wait before the next attempt, or None to answer (or
@@ -70,33 +122,11 @@ class _Base:
         return model.model_validate_json(response.content)
 
 
-def _lookup_params(query: str, k_per_doc: int, as_of: dt.date | str | None, k: int) -> dict[str, Any]:
-    params: dict[str, Any] = {"q": query, "k_per_doc": k_per_doc, "k": k}
-    if as_of is not None:
-        params["as_of"] = as_of.isoformat() if isinstance(as_of, dt.date) else as_of
-    return params
-
-
-def _documents_params(q: str, doc_type: str, issuer: str, status: str, page: int) -> dict[str, Any]:
-    return {"q": q, "doc_type": doc_type, "issuer": issuer, "status": status, "page": page}
-
-
-class ZanClient(_Base):
+class ZanClient(_Base[httpx.Client, httpx.BaseTransport]):
     """A blocking client; one connection pool for its life (use it as a context manager, or :meth:`close`)."""
 
-    def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8787",
-        token: str | None = None,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.5,
-        transport: httpx.BaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, token, timeout, retries, backoff)
-        self._http = httpx.Client(
-            base_url=self.base_url, headers=self.headers, timeout=self.timeout, transport=transport
-        )
+    def _open(self, transport: httpx.BaseTransport | None) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers=self.headers, timeout=self.timeout, transport=transport)
 
     def __enter__(self) -> ZanClient:
         return self
@@ -123,45 +153,35 @@ class ZanClient(_Base):
     def lookup(self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None, k: int = 10) -> LookupAnswer:
         """Identifiers first (``k_per_doc`` chunks of each named document), else plain words (``k`` chunks);
         see :class:`~zan_client.models.LookupAnswer`."""
-        return self._get("/api/lookup", LookupAnswer, _lookup_params(query, k_per_doc, as_of, k))
+        return self._get(*self._lookup(query, k_per_doc, as_of, k))
 
     def documents(
         self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "", page: int = 1
     ) -> DocumentList:
-        return self._get("/api/documents", DocumentList, _documents_params(q, doc_type, issuer, status, page))
+        return self._get(*self._documents(q, doc_type, issuer, status, page))
 
     def document(self, doc_id: str, page: int = 1) -> Document:
-        return self._get(f"/api/documents/{quote(doc_id, safe='')}", Document, {"page": page})
+        return self._get(*self._document(doc_id, page))
 
     def article(self, doc_id: str, label: str, page: int = 1) -> Article:
-        path = f"/api/documents/{quote(doc_id, safe='')}/articles/{quote(label, safe='')}"
-        return self._get(path, Article, {"page": page})
+        return self._get(*self._article(doc_id, label, page))
 
     def history(self, doc_id: str) -> History:
-        return self._get(f"/api/documents/{quote(doc_id, safe='')}/history", History)
+        return self._get(*self._history(doc_id))
 
     def runs(self, limit: int = 50) -> Runs:
-        return self._get("/api/runs", Runs, {"limit": limit})
+        return self._get(*self._runs(limit))
 
     def ready(self) -> Health:
         """The server's readiness; raises :class:`ZanError` (503) while it serves no version."""
-        return self._get("/readyz", Health)
+        return self._get(*self._ready())
 
 
-class AsyncZanClient(_Base):
+class AsyncZanClient(_Base[httpx.AsyncClient, httpx.AsyncBaseTransport]):
     """The same calls for asyncio (``await zan.lookup(…)``)."""
 
-    def __init__(
-        self,
-        base_url: str = "http://127.0.0.1:8787",
-        token: str | None = None,
-        timeout: float = 30.0,
-        retries: int = 3,
-        backoff: float = 0.5,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        super().__init__(base_url, token, timeout, retries, backoff)
-        self._http = httpx.AsyncClient(
+    def _open(self, transport: httpx.AsyncBaseTransport | None) -> httpx.AsyncClient:
+        return httpx.AsyncClient(
             base_url=self.base_url, headers=self.headers, timeout=self.timeout, transport=transport
         )
 
@@ -190,25 +210,24 @@ class AsyncZanClient(_Base):
     async def lookup(
         self, query: str, k_per_doc: int = 5, as_of: dt.date | str | None = None, k: int = 10
     ) -> LookupAnswer:
-        return await self._get("/api/lookup", LookupAnswer, _lookup_params(query, k_per_doc, as_of, k))
+        return await self._get(*self._lookup(query, k_per_doc, as_of, k))
 
     async def documents(
         self, q: str = "", doc_type: str = "", issuer: str = "", status: str = "", page: int = 1
     ) -> DocumentList:
-        return await self._get("/api/documents", DocumentList, _documents_params(q, doc_type, issuer, status, page))
+        return await self._get(*self._documents(q, doc_type, issuer, status, page))
 
     async def document(self, doc_id: str, page: int = 1) -> Document:
-        return await self._get(f"/api/documents/{quote(doc_id, safe='')}", Document, {"page": page})
+        return await self._get(*self._document(doc_id, page))
 
     async def article(self, doc_id: str, label: str, page: int = 1) -> Article:
-        path = f"/api/documents/{quote(doc_id, safe='')}/articles/{quote(label, safe='')}"
-        return await self._get(path, Article, {"page": page})
+        return await self._get(*self._article(doc_id, label, page))
 
     async def history(self, doc_id: str) -> History:
-        return await self._get(f"/api/documents/{quote(doc_id, safe='')}/history", History)
+        return await self._get(*self._history(doc_id))
 
     async def runs(self, limit: int = 50) -> Runs:
-        return await self._get("/api/runs", Runs, {"limit": limit})
+        return await self._get(*self._runs(limit))
 
     async def ready(self) -> Health:
-        return await self._get("/readyz", Health)
+        return await self._get(*self._ready())
