@@ -94,6 +94,15 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def blocking(call: Callable[..., T], *args: Any) -> T:
         return await anyio.to_thread.run_sync(call, *args, limiter=limiter)
 
+    async def answer(model: type[BaseModel], missing: str, view: Callable[..., Any], *args: Any) -> Response:
+        """``view(snapshot, *args)`` in the worker pool, typed as ``model``; a view that finds nothing (None) is
+        a 404 saying the served version holds ``missing``."""
+        _, snap = served.snapshot()
+        found = await blocking(view, snap, *args)
+        if found is None:
+            raise HTTPException(404, detail=f"version {snap.version} holds {missing}")
+        return _typed(model, found)
+
     tools = build_mcp(served.snapshot, served.history, limiter)
 
     @contextlib.asynccontextmanager
@@ -171,9 +180,7 @@ def create_app(config: ServeConfig) -> FastAPI:
         status: Annotated[str, Query(max_length=MAX_FIELD_CHARS)] = "",
         page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
     ) -> Response:
-        _, snap = served.snapshot()
-        found = await blocking(search_documents, snap, q, doc_type, issuer, status, page)
-        return _typed(DocumentList, found)
+        return await answer(DocumentList, "", search_documents, q, doc_type, issuer, status, page)
 
     @app.get(
         "/api/documents/{doc_id}",
@@ -183,11 +190,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     )
     async def api_document(doc_id: str, page: PageQuery = 1) -> Response:
         """Articles and changes come a page at a time (`page` of `pages`, each list's `totals`)."""
-        _, snap = served.snapshot()
-        found = await blocking(document, snap, doc_id[:MAX_FIELD_CHARS], served.history, page)
-        if found is None:
-            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id!r}")
-        return _typed(Document, found)
+        doc_id = doc_id[:MAX_FIELD_CHARS]
+        return await answer(Document, f"no document {doc_id!r}", document, doc_id, served.history, page)
 
     @app.get(
         "/api/documents/{doc_id}/articles/{label}",
@@ -197,11 +201,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     )
     async def api_article(doc_id: str, label: str, page: PageQuery = 1) -> Response:
         """Chunks (by size) and changes come a page at a time (`page` of `pages`, `totals`)."""
-        _, snap = served.snapshot()
-        found = await blocking(article, snap, doc_id[:MAX_FIELD_CHARS], label[:MAX_LABEL_CHARS], page)
-        if found is None:
-            raise HTTPException(404, detail=f"version {snap.version} holds no article {label!r} of {doc_id!r}")
-        return _typed(Article, found)
+        doc_id, label = doc_id[:MAX_FIELD_CHARS], label[:MAX_LABEL_CHARS]
+        return await answer(Article, f"no article {label!r} of {doc_id!r}", article, doc_id, label, page)
 
     @app.get(
         "/api/documents/{doc_id}/history",
@@ -212,11 +213,8 @@ def create_app(config: ServeConfig) -> FastAPI:
     async def api_history(doc_id: str) -> Response:
         """Each version of the act (from the git history a run read): its date, commit, and the parts it
         changed with a word diff. Empty for an act not read from git."""
-        _, snap = served.snapshot()
-        found = await blocking(document_history, snap, doc_id[:MAX_FIELD_CHARS])
-        if found is None:
-            raise HTTPException(404, detail=f"version {snap.version} holds no document {doc_id[:MAX_FIELD_CHARS]!r}")
-        return _typed(History, found)
+        doc_id = doc_id[:MAX_FIELD_CHARS]
+        return await answer(History, f"no document {doc_id!r}", document_history, doc_id)
 
     @app.get(
         "/api/runs", tags=["api"], summary="Run history: change classes, stage seconds, rejects", response_model=Runs
