@@ -11,6 +11,7 @@ as an adilet page.
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -56,63 +57,27 @@ def _decode(data: bytes, name: str) -> str:
         raise ExtractError(name, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def _adilet_html(data: bytes, name: str) -> Document:
-    from extractors.adilet import parse_adilet_html
+class _Parser:
+    """A parser imported when a file first needs it (``zan --help`` and a run over one kind of source import
+    none of the others), given the file's text (decoded and cleaned, :func:`_decode`) or its bytes."""
 
-    return parse_adilet_html(_decode(data, name), name)
+    def __init__(self, module: str, function: str, text: bool = True) -> None:
+        self.module, self.function, self.text = module, function, text
 
-
-def _standard_html(data: bytes, name: str) -> Document:
-    from extractors.standards import parse_standard_html
-
-    return parse_standard_html(_decode(data, name), name)
-
-
-def _standard_text(data: bytes, name: str) -> Document:
-    from extractors.standards import parse_standard_text
-
-    return parse_standard_text(_decode(data, name), name)
-
-
-def _standard_pdf(data: bytes, name: str) -> Document:
-    from extractors.standards import parse_standard_pdf
-
-    return parse_standard_pdf(data, name)
-
-
-def _ecfr_xml(data: bytes, name: str) -> Document:
-    from extractors.ecfr import parse_ecfr_xml
-
-    return parse_ecfr_xml(data, name)
-
-
-def _act_markdown(data: bytes, name: str) -> Document:
-    from extractors.markdown import parse_markdown_act
-
-    return parse_markdown_act(_decode(data, name), name)
-
-
-def _kazlaw(data: bytes, name: str) -> Document:
-    from extractors.kazlaw import parse_kazlaw
-
-    return parse_kazlaw(data, name)
-
-
-def _zan_json(data: bytes, name: str) -> Document:
-    from extractors.zan_portal import parse_zan_record
-
-    return parse_zan_record(data, name)
+    def __call__(self, data: bytes, name: str) -> Document:
+        parse: Callable[[bytes | str, str], Document] = getattr(importlib.import_module(self.module), self.function)
+        return parse(_decode(data, name) if self.text else data, name)
 
 
 PARSERS: dict[str, Callable[[bytes, str], Document]] = {
-    "adilet_html": _adilet_html,
-    "act_markdown": _act_markdown,
-    "kazlaw": _kazlaw,
-    "zan_json": _zan_json,
-    "ecfr_xml": _ecfr_xml,
-    "standard_html": _standard_html,
-    "standard_text": _standard_text,
-    "standard_pdf": _standard_pdf,
+    "adilet_html": _Parser("extractors.adilet", "parse_adilet_html"),
+    "act_markdown": _Parser("extractors.markdown", "parse_markdown_act"),
+    "kazlaw": _Parser("extractors.kazlaw", "parse_kazlaw", text=False),
+    "zan_json": _Parser("extractors.zan_portal", "parse_zan_record", text=False),
+    "ecfr_xml": _Parser("extractors.ecfr", "parse_ecfr_xml", text=False),
+    "standard_html": _Parser("extractors.standards", "parse_standard_html"),
+    "standard_text": _Parser("extractors.standards", "parse_standard_text"),
+    "standard_pdf": _Parser("extractors.standards", "parse_standard_pdf", text=False),
 }
 # What a file's suffix admits, in the order tried when no other evidence speaks.
 BY_SUFFIX: dict[str, tuple[str, ...]] = {

@@ -107,15 +107,11 @@ CHUNK_SCHEMA = pa.schema(
     ]
 )
 
+# A document as people cite it: its title, kind, adilet id, issuer, number and date (a registry row's brief).
+CITED_FIELDS = ("doc_title", "doc_type", "adilet_id", "issuer", "order_number", "law_zrk", "date_approved")
 # Registry identifier fields joined onto chunks, with the chunk's own code_articles kept.
 _REGISTRY_ON_CHUNK = [
-    "doc_title",
-    "doc_type",
-    "adilet_id",
-    "issuer",
-    "order_number",
-    "law_zrk",
-    "date_approved",
+    *CITED_FIELDS,
     "registration_number",
     "jurisdiction",
     "status",

@@ -23,6 +23,7 @@ from lookup.history import history_of
 from lookup.lineage import Change
 from lookup.run_history import RunHistory
 from lookup.version import Narrowing, Snapshot
+from schemas.arrow import CITED_FIELDS
 from schemas.identifiers import article_order, canonical_law_number, canonical_order_number
 from schemas.links import safe_link
 
@@ -157,19 +158,7 @@ def _haystack(row: dict[str, Any]) -> str:
 
 
 def _brief(row: dict[str, Any]) -> dict[str, Any]:
-    keys = (
-        "doc_id",
-        "doc_title",
-        "doc_type",
-        "adilet_id",
-        "issuer",
-        "order_number",
-        "law_zrk",
-        "date_approved",
-        "status",
-        "repealed_by",
-        "replaced_by",
-    )
+    keys = ("doc_id", *CITED_FIELDS, "status", "repealed_by", "replaced_by")
     return {k: _json(row.get(k)) for k in keys}
 
 
