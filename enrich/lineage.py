@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -27,6 +27,7 @@ from extractors.model import Document
 from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, note_target, parse_note, parse_note_counted
 from schemas.arrow import LINEAGE_SCHEMA, conform
 from schemas.kinds import DOC_TYPES, as_doc_type
+from schemas.parquet import merge_sorted
 from schemas.reference import code_by_title
 
 _CHANGES = ("amended", "new_edition", "added", "excluded")
@@ -113,26 +114,52 @@ class Found:
     repeals: dict[str, str] = field(default_factory=dict)
 
 
-def lineage_batches(chunks: Iterable[pa.Table], registry: pa.Table, found: Found) -> Iterator[pa.Table]:
+def lineage_batches(
+    chunks: Iterable[pa.Table], registry: pa.Table, found: Found, carried: Iterable[pa.Table] = ()
+) -> Iterator[pa.Table]:
     """``LINEAGE_SCHEMA`` tables: one row per relation in the notes of ``chunks`` (a stream of tables with
-    chunk_id, doc_id, language, notes, source_file) and per article operation the registry's amending acts
-    state, acting and amended acts resolved in ``registry`` when it holds them. One batch of chunks and its
-    rows are held at a time (a version of 140 000 chunks has as many lineage rows as chunks); what the
-    registry needs from them is kept in ``found``."""
+    chunk_id, doc_id, language, notes, source_file, in chunk id order) and per article operation the
+    registry's amending acts state, acting and amended acts resolved in ``registry`` when it holds them. One
+    batch of chunks and its rows are held at a time (a version of 140 000 chunks has as many lineage rows as
+    chunks); what the registry needs from them is kept in ``found``.
+
+    ``carried``: the last version's note rows of the documents that did not change (in chunk id order, from
+    its ``lineage.parquet``). Their notes are not parsed again (the code that parsed them is the code a
+    changed fingerprint would have re-read them with: ``runs.scope``); only their acting acts are resolved
+    again, in this registry. Both streams come out merged in chunk id order, as one parse of every note
+    would have written them."""
     resolve = _resolver(registry)
-    columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
-    for table in chunks:
-        rows = []
-        for chunk_id, doc_id, language, notes, source in _columns(table, *columns):
-            for n, line in enumerate((notes or "").split("\n")):
-                if not NOTE_START.match(line):
-                    continue
-                relations, stated = parse_note_counted(line)
-                if stated > len(relations):
-                    found.overflows.append(Overflow(doc_id, chunk_id, source, stated))
-                rows += [_row(doc_id, language, chunk_id, n, line, source, r, resolve(r)) for r in relations]
-        yield _noting(_table(rows), found)
+    parsed = (_parsed(table, resolve, found) for table in chunks)
+    resolved = (_resolved(table, resolve) for table in carried)
+    for table in merge_sorted(parsed, resolved):
+        yield _noting(table, found)
     yield _noting(_table(_amending_rows(registry)), found)
+
+
+def _parsed(table: pa.Table, resolve: Resolve, found: Found) -> pa.Table:
+    """The lineage rows of one batch of chunks: every relation their notes state."""
+    rows = []
+    columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
+    for chunk_id, doc_id, language, notes, source in _columns(table, *columns):
+        for n, line in enumerate((notes or "").split("\n")):
+            if not NOTE_START.match(line):
+                continue
+            relations, stated = parse_note_counted(line)
+            if stated > len(relations):
+                found.overflows.append(Overflow(doc_id, chunk_id, source, stated))
+            rows += [
+                _row(doc_id, language, chunk_id, n, line, source, r, resolve(r.by_type, r.by_number, r.by_date))
+                for r in relations
+            ]
+    return _table(rows)
+
+
+def _resolved(table: pa.Table, resolve: Resolve) -> pa.Table:
+    """Carried lineage rows with their acting act resolved again (``by_doc_id``), in this version's registry."""
+    table = conform(table, LINEAGE_SCHEMA, "lineage")
+    acts = [resolve(*act) for act in _columns(table, "by_type", "by_number", "by_date")]
+    index = LINEAGE_SCHEMA.get_field_index("by_doc_id")
+    return table.set_column(index, LINEAGE_SCHEMA.field(index), pa.array(acts, pa.string()))
 
 
 def lineage_table(chunks: pa.Table, registry: pa.Table) -> tuple[pa.Table, list[Overflow]]:
@@ -246,8 +273,12 @@ def _columns(table: pa.Table, *names: str) -> Iterator[tuple[Any, ...]]:
     return zip(*(table.column(n).to_pylist() for n in names), strict=True)
 
 
-def _resolver(registry: pa.Table) -> Any:
-    """acting act → its doc_id: a law or code by its number (414-V), another act by type, number and date."""
+Resolve = Callable[[str | None, str | None, dt.date | None], str | None]  # (type, number, date) → doc_id
+
+
+def _resolver(registry: pa.Table) -> Resolve:
+    """acting act (its type, number, date) → its doc_id: a law or code by its number (414-V), another act by
+    type, number and date."""
     by_law: dict[str, str] = {}
     by_act: dict[tuple[str, str, dt.date], str] = {}
     for doc, doc_type, law, number, date in _columns(
@@ -258,12 +289,12 @@ def _resolver(registry: pa.Table) -> Any:
         if number and date:
             by_act.setdefault((doc_type, number, date), doc)
 
-    def resolve(r: Relation) -> str | None:
-        if not r.by_number:
+    def resolve(by_type: str | None, by_number: str | None, by_date: dt.date | None) -> str | None:
+        if not by_number:
             return None
-        if r.by_number in by_law:
-            return by_law[r.by_number]
-        return by_act.get((r.by_type or "", r.by_number, r.by_date)) if r.by_date else None
+        if by_number in by_law:
+            return by_law[by_number]
+        return by_act.get((by_type or "", by_number, by_date)) if by_date else None
 
     return resolve
 

@@ -17,7 +17,6 @@ order and merging needs no sort at all.
 
 from __future__ import annotations
 
-import bisect
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -39,7 +38,14 @@ from runs.scope import Built, Prepared, Scope, _carried, _needs_reading, skipped
 from runs.state import Published
 from schemas.arrow import CHUNK_SCHEMA, ENRICHED_CHUNK_SCHEMA, LINEAGE_SCHEMA, REGISTRY_SCHEMA, REJECT_SCHEMA, Reject
 from schemas.identifiers import order_key
-from schemas.parquet import STREAM_ROWS, iter_parquet, table_from_rows, write_parquet_atomic, write_parquet_stream
+from schemas.parquet import (
+    STREAM_ROWS,
+    iter_parquet,
+    merge_sorted,
+    table_from_rows,
+    write_parquet_atomic,
+    write_parquet_stream,
+)
 
 Progress = Callable[[str, int, int], None]
 
@@ -317,7 +323,11 @@ def enrich_version(
     joined.unlink(missing_ok=True)
     found = Found()  # the whole version's lineage: acts resolve in its registry; streamed, a batch at a time
     lineage = out / "lineage.parquet"
-    write_parquet_stream(lineage_batches(_noted(chunks), registry, found), lineage, LINEAGE_SCHEMA, "lineage")
+    before = folder / "lineage.parquet" if folder is not None else None
+    kept = carried if before is not None and before.exists() else set()  # their notes' rows, not parsed again
+    old_rows = _carried_notes(before, kept) if before is not None and kept else iter(())
+    notes = lineage_batches(_noted(chunks, kept), registry, found, old_rows)
+    write_parquet_stream(notes, lineage, LINEAGE_SCHEMA, "lineage")
     rejects += [
         Reject(run_id, "lineage", o.source_file, o.doc_id, o.reason, o.chunk_id, "NoteTooLarge")
         for o in found.overflows
@@ -355,43 +365,6 @@ def chunk_order(doc_id: str) -> str:
     return doc_id + ":"
 
 
-def merge_sorted(a: Iterator[pa.Table], b: Iterator[pa.Table], key: str = "chunk_id") -> Iterator[pa.Table]:
-    """Two streams of tables, each sorted by ``key``, as one sorted stream (slices of the inputs, in order)."""
-    x, y = _Head(a, key), _Head(b, key)
-    while x.table is not None and y.table is not None:
-        if x.keys[x.at] > y.keys[y.at]:
-            x, y = y, x
-        stop = bisect.bisect_left(x.keys, y.keys[y.at], lo=x.at)  # x's rows before y's next one
-        yield x.take(max(stop, x.at + 1))  # an equal key (never, documents are disjoint) still moves on
-    for rest in (x, y):
-        while rest.table is not None:
-            yield rest.take(len(rest.keys))
-
-
-class _Head:
-    """The current table of a sorted stream, its keys, and how far it has been consumed."""
-
-    def __init__(self, stream: Iterator[pa.Table], key: str) -> None:
-        self.stream, self.key = stream, key
-        self.table: pa.Table | None = None
-        self.keys: list[str] = []
-        self.at = 0
-        self._next()
-
-    def _next(self) -> None:
-        self.table = next((t for t in self.stream if t.num_rows), None)
-        self.keys = [str(k) for k in self.table.column(self.key).to_pylist()] if self.table is not None else []
-        self.at = 0
-
-    def take(self, stop: int) -> pa.Table:
-        assert self.table is not None
-        part = self.table.slice(self.at, stop - self.at)
-        self.at = stop
-        if self.at >= len(self.keys):
-            self._next()
-        return part
-
-
 def _batches(path: Path) -> Iterator[pa.Table]:
     yield from iter_parquet(path, STREAM_ROWS)
 
@@ -402,11 +375,25 @@ def _carried_rows(path: Path, carried: set[str]) -> Iterator[pa.Table]:
         yield table.filter(pc.is_in(table.column("doc_id"), value_set=wanted))
 
 
-def _noted(chunks: Path) -> Iterator[pa.Table]:
-    """The columns lineage reads, of the chunks that carry notes, a batch at a time."""
+def _noted(chunks: Path, carried: set[str]) -> Iterator[pa.Table]:
+    """The columns lineage reads, of the chunks that carry notes (but the ``carried`` documents'), a batch at
+    a time."""
+    skip = pa.array(sorted(carried), pa.string())
     for table in iter_parquet(chunks, STREAM_ROWS, ["chunk_id", "doc_id", "language", "notes", "source_file"]):
         notes = table.column("notes")
-        yield table.filter(pc.and_(pc.is_valid(notes), pc.not_equal(notes, "")))
+        keep = pc.and_(pc.is_valid(notes), pc.not_equal(notes, ""))
+        if carried:
+            keep = pc.and_(keep, pc.invert(pc.is_in(table.column("doc_id"), value_set=skip)))
+        yield table.filter(keep)
+
+
+def _carried_notes(lineage: Path, carried: set[str]) -> Iterator[pa.Table]:
+    """The last version's lineage rows from the notes of the ``carried`` documents, in chunk id order (the
+    rows from amending texts, which follow them, are made again from the registry)."""
+    wanted = pa.array(sorted(carried), pa.string())
+    for table in iter_parquet(lineage, STREAM_ROWS):
+        noted = pc.and_(pc.equal(table.column("source"), "note"), pc.is_in(table.column("doc_id"), value_set=wanted))
+        yield table.filter(noted)
 
 
 def _combine(published: pa.Table | None, carried: set[str], fresh: pa.Table, key: str) -> pa.Table:

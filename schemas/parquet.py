@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -59,3 +60,40 @@ def write_parquet_stream(batches: Iterable[pa.Table | pa.RecordBatch], path: Pat
                 writer.write_table(conform(table, schema, name), row_group_size=STREAM_ROWS)
                 rows += table.num_rows
     return rows
+
+
+def merge_sorted(a: Iterator[pa.Table], b: Iterator[pa.Table], key: str = "chunk_id") -> Iterator[pa.Table]:
+    """Two streams of tables, each sorted by ``key``, as one sorted stream (slices of the inputs, in order)."""
+    x, y = _Head(a, key), _Head(b, key)
+    while x.table is not None and y.table is not None:
+        if x.keys[x.at] > y.keys[y.at]:
+            x, y = y, x
+        stop = bisect.bisect_left(x.keys, y.keys[y.at], lo=x.at)  # x's rows before y's next one
+        yield x.take(max(stop, x.at + 1))  # an equal key (never, documents are disjoint) still moves on
+    for rest in (x, y):
+        while rest.table is not None:
+            yield rest.take(len(rest.keys))
+
+
+class _Head:
+    """The current table of a sorted stream, its keys, and how far it has been consumed."""
+
+    def __init__(self, stream: Iterator[pa.Table], key: str) -> None:
+        self.stream, self.key = stream, key
+        self.table: pa.Table | None = None
+        self.keys: list[str] = []
+        self.at = 0
+        self._next()
+
+    def _next(self) -> None:
+        self.table = next((t for t in self.stream if t.num_rows), None)
+        self.keys = [str(k) for k in self.table.column(self.key).to_pylist()] if self.table is not None else []
+        self.at = 0
+
+    def take(self, stop: int) -> pa.Table:
+        assert self.table is not None
+        part = self.table.slice(self.at, stop - self.at)
+        self.at = stop
+        if self.at >= len(self.keys):
+            self._next()
+        return part

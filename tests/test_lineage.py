@@ -298,3 +298,44 @@ def test_repeal_reads_only_notes_about_the_whole_act() -> None:
     assert note_target(repeal) == "act" and note_target(lines[0]) != "act"
     found = repeal_of([*lines[:50], repeal, *lines[50:100]])
     assert found == {"repealed_by": "Указ РК от 18.07.1995 № 2367", "repealed_on": D(1995, 7, 18)}
+
+
+AUDIT_RULES = "kazlaw/ministerial/07-ministerial/103003000000-qriim"  # an order of 2015 and the one of 2017 amending it
+RULES_2015 = "2015/0213-ob-utverzhdenii-pravil-provedeniia-audita-v-oblasti-pozharnoi-be-87811"
+RULES_2017 = "2017/0403-ob-utverzhdenii-pravil-provedeniia-audita-v-oblasti-pozharnoi-be-111943"
+
+
+def test_an_unchanged_acts_lineage_is_carried_and_its_acting_acts_resolved_in_the_new_registry(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An act a run carries (its files did not change) keeps its lineage rows without its notes being parsed
+    again; the acts they name are resolved in the new registry: once the amending order of 2017 is read, the
+    2015 order's notes point to it, as in a full run over the same files, row for row."""
+    import pyarrow.parquet as pq
+
+    from enrich import lineage
+    from schemas.published import published_file
+
+    scope = tmp_path / "src" / AUDIT_RULES
+    shutil.copytree(corpus_file(f"{AUDIT_RULES}/{RULES_2015}/rus.md").parent, scope / RULES_2015)
+    home = tmp_path / "home"
+    run([tmp_path / "src"], home)
+    rows = pq.read_table(published_file(home, "lineage.parquet")).to_pylist()
+    assert rows and not any(r["by_doc_id"] for r in rows if r["doc_id"] == "v1500010492")
+
+    parsed: list[str] = []
+    counted = lineage.parse_note_counted
+    monkeypatch.setattr(lineage, "parse_note_counted", lambda line: parsed.append(line) or counted(line))
+    shutil.copytree(corpus_file(f"{AUDIT_RULES}/{RULES_2017}/rus.md").parent, scope / RULES_2017)
+    incremental = run([tmp_path / "src"], home)
+    assert incremental.status == "published" and incremental.added > 0
+    carried_notes = [r["note"] for r in rows if r["doc_id"] == "v1500010492"]
+    assert not set(carried_notes) & set(parsed)  # the 2015 order's notes were not parsed again
+    after = pq.read_table(published_file(home, "lineage.parquet"))
+    resolved = {r["by_doc_id"] for r in after.to_pylist() if r["doc_id"] == "v1500010492" and r["by_number"]}
+    assert "v1700015099" in resolved
+
+    monkeypatch.setattr(lineage, "parse_note_counted", counted)
+    full = tmp_path / "full"
+    run([tmp_path / "src"], full)
+    assert after.equals(pq.read_table(published_file(full, "lineage.parquet")))

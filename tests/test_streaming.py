@@ -15,8 +15,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from extractors.discover import extract_file
-from runs.build import chunk_order, merge_sorted
+from runs.build import chunk_order
 from runs.documents import DocumentStore, DocumentWriter
+from schemas.parquet import merge_sorted
 from schemas.published import published_file
 from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
 
