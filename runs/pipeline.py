@@ -79,6 +79,8 @@ def run(
     )
     state = RunState.load(path)  # once: the stages below share it (read again after a stage run elsewhere)
     with _finishing(state):
+        if workers > 1 and state.shards and any(state.shards):
+            _import_aside("chromadb")  # this process waits on the extracting ones: the index stage's 1.3 s import
         stages.extract_all(state, workers, progress)
         apart = _large(state) if own_processes is None else own_processes
         # with workers, the BM25 build and the embedding run in processes of their own beside the index stage,
@@ -141,3 +143,13 @@ def _publish(state: RunState) -> None:
     stages.validate(state)
     stages.publish(state)
     stages.report(state)
+
+
+def _import_aside(module: str) -> None:
+    """Import ``module`` in a thread while this process only waits (on processes that extract the files), so
+    the stage that needs it does not pay its import (``chromadb``: ~1.3 s of a run that changed 1 % of its
+    texts). Python's import lock makes the stage wait for an import still under way, never import twice."""
+    import importlib
+    import threading
+
+    threading.Thread(target=importlib.import_module, args=(module,), name=f"zan-import-{module}", daemon=True).start()
