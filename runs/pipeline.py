@@ -78,7 +78,7 @@ def run(
         home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id, holder="process"
     )
     state = RunState.load(path)  # once: the stages below share it (read again after a stage run elsewhere)
-    with _finishing(state):
+    with _finishing(path):
         if workers > 1 and state.shards and any(state.shards):
             _import_aside("chromadb")  # this process waits on the extracting ones: the index stage's 1.3 s import
         stages.extract_all(state, workers, progress)
@@ -88,11 +88,12 @@ def run(
         # BM25 build is part of enrich and the index stage embeds block by block
         aside = workers > 1
         if apart:  # each in a process of its own, the BM25 build after enrich too (or beside the index stage)
+            del state  # they read the state from its file: this process holds none of it while they run
             in_own_process(stages.registry, path, what="the registry stage")
             in_own_process(stages.enrich, path, False, what="the enrich stage")
-            state = RunState.load(path)
             if not aside:
-                lexical_apart(state)
+                lexical_apart(path)
+            state = RunState.load(path)
         else:
             stages.registry(state)
             stages.enrich(state, lexical=not aside)
@@ -120,17 +121,19 @@ def rollback(
     lean_arrow_memory()
     home = check_home(home, writable=True)
     embedder = embedder or embedder_for(home)
-    state = RunState.load(stages.begin_rollback(home, version, chroma_url, embedder.spec, embedder.bind(home)))
-    with _finishing(state):
+    path = stages.begin_rollback(home, version, chroma_url, embedder.spec, embedder.bind(home))
+    state = RunState.load(path)
+    with _finishing(path):
         stages.index(state, embedder, progress)
         _publish(state)
     return stages.finish(state)
 
 
 @contextlib.contextmanager
-def _finishing(state: RunState) -> Iterator[None]:
+def _finishing(state: Path) -> Iterator[None]:
     """A failing stage ends the run through :func:`runs.stages.finish` (the lease released, the failure
-    recorded, the previous version still published) before its error goes on."""
+    recorded, the previous version still published) before its error goes on. It reads the state file, which
+    every stage, wherever it ran, has saved."""
     try:
         yield
     except BaseException as exc:
