@@ -205,7 +205,8 @@ class RunState:
         self.info = info.as_dict()
         if stage:
             self.stage = stage
-        self.stages += [d.as_dict() for d in done]
+        again = {d.stage for d in done}  # a stage run again (an Airflow retry) replaces what it said before
+        self.stages = [s for s in self.stages if s["stage"] not in again] + [d.as_dict() for d in done]
         self.save()
 
     def stage_results(self) -> list[StageResult]:
