@@ -61,7 +61,11 @@ def process_tree(pid: int) -> list[int]:
     while todo:
         current = todo.pop()
         found.append(current)
-        for task in Path(f"/proc/{current}/task").glob("*/children"):
+        try:  # a process may end between being listed and being read: it has no children left to count
+            tasks = list(Path(f"/proc/{current}/task").glob("*/children"))
+        except OSError:
+            continue
+        for task in tasks:
             with contextlib.suppress(OSError):
                 todo += [int(child) for child in task.read_text().split()]
     return found

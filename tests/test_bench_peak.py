@@ -13,7 +13,7 @@ import pytest
 from tests.conftest import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from common import wait_with_peak  # noqa: E402
+from common import process_tree, wait_with_peak  # noqa: E402
 
 CHILD = "import numpy as np, time; kept = np.ones({mb} * 2**20 // 8); time.sleep(0.3)"
 
@@ -40,3 +40,11 @@ def test_the_peak_counts_the_processes_a_run_starts() -> None:
     code_, peak = wait_with_peak(process)
     assert code_ == 0
     assert peak >= 150 + 10, peak  # the grandchild's 150 MB and the parent interpreter beside it
+
+
+def test_a_process_that_ended_is_listed_without_its_children_and_does_not_stop_the_watch() -> None:
+    """The watch lists a run's processes every 10 ms; one that ends between being listed and being read (a
+    stage's process finishing) once killed the watcher thread, and the 20 000-act run's peak with it."""
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    assert process_tree(ended.pid) == [ended.pid]
