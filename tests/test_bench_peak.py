@@ -42,9 +42,17 @@ def test_the_peak_counts_the_processes_a_run_starts() -> None:
     assert peak >= 150 + 10, peak  # the grandchild's 150 MB and the parent interpreter beside it
 
 
-def test_a_process_that_ended_is_listed_without_its_children_and_does_not_stop_the_watch() -> None:
-    """The watch lists a run's processes every 10 ms; one that ends between being listed and being read (a
-    stage's process finishing) once killed the watcher thread, and the 20 000-act run's peak with it."""
-    ended = subprocess.Popen([sys.executable, "-c", "pass"])
-    ended.wait()
-    assert process_tree(ended.pid) == [ended.pid]
+def test_a_process_that_ended_is_listed_without_its_children_and_does_not_stop_the_watch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The watch lists a run's processes every 10 ms; one that ends between being listed and its ``task``
+    folder being read (a stage's process finishing) raised FileNotFoundError, which once killed the watcher
+    thread, and the 20 000-act run's peak with it."""
+    import common
+
+    class Ending(type(Path())):  # type: ignore[misc]
+        def glob(self, pattern: str):  # type: ignore[no-untyped-def]
+            raise FileNotFoundError(2, "No such file or directory", str(self))
+
+    monkeypatch.setattr(common, "Path", Ending)
+    assert process_tree(4242) == [4242]
