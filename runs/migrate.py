@@ -21,7 +21,7 @@ It holds the run lease throughout: no run, rollback or other migrate writes HOME
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -40,7 +40,6 @@ from schemas.published import (
     current_version,
     home_format,
     list_versions,
-    read_manifest,
     versions_dir,
 )
 from vectors.documents import CENTROIDS, build_centroids
@@ -70,12 +69,7 @@ class Migrated:
     steps: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "home": self.home,
-            "format_before": self.format_before,
-            "format_after": self.format_after,
-            "steps": self.steps,
-        }
+        return asdict(self)
 
 
 def migrate(home: Path | str, embedder: str | None = None) -> Migrated:
@@ -92,9 +86,8 @@ def migrate(home: Path | str, embedder: str | None = None) -> Migrated:
         if before == 1 and current_version(home) is None:
             done.steps.append(_into_a_version(home, embedder))
         done.steps += _vector_parts(home)
-        kept = [read_manifest(versions_dir(home) / m.version) for m in list_versions(home)]
         current = current_version(home)
-        for manifest in sorted(kept, key=lambda m: m.version == current):  # the current version's last
+        for manifest in sorted(list_versions(home), key=lambda m: m.version == current):  # the current one last
             done.steps += _version(home, manifest, embedder)
     done.format_after = home_format(home)
     return done
