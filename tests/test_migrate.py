@@ -43,6 +43,14 @@ def answers(home: Path) -> dict[str, object]:
     return {q: lookup.route(q).as_dict() for q in QUESTIONS}
 
 
+def copy_of(home: Path, to: Path, format_1: bool = True) -> Path:
+    """A copy of ``home`` at ``to``, taken back to format 1 (:func:`to_format_1`) unless told not to."""
+    shutil.copytree(home, to)
+    if format_1:
+        to_format_1(to)
+    return to
+
+
 def vectors_of(home: Path) -> dict[str, np.ndarray]:
     (folder,) = (home / "vectors").iterdir()
     store = VectorStore(home, "")
@@ -73,10 +81,8 @@ def test_an_older_home_is_refused_by_readers_and_runs_until_migrated_then_answer
     current: tuple[Path, dict[str, object]], tmp_path: Path
 ) -> None:
     source, before = current
-    home = tmp_path / "home"
-    shutil.copytree(source, home)
-    vectors = vectors_of(home)
-    to_format_1(home)
+    vectors = vectors_of(source)
+    home = copy_of(source, tmp_path / "home")
     assert home_format(home) == 1
     with pytest.raises(FormatError, match=r"older zan \(format 1; this zan reads format 2\): run `zan migrate"):
         Lookup.open(home)
@@ -111,9 +117,7 @@ def test_an_older_home_is_refused_by_readers_and_runs_until_migrated_then_answer
 
 def test_the_layout_before_versions_becomes_a_version(current: tuple[Path, dict[str, object]], tmp_path: Path) -> None:
     source, before = current
-    home = tmp_path / "home"
-    shutil.copytree(source, home)
-    to_format_1(home)
+    home = copy_of(source, tmp_path / "home")
     folder = home / "versions" / "v000001"
     for name in OUTPUTS:  # what that layout held
         (folder / name).replace(home / name)
@@ -133,8 +137,7 @@ def test_a_newer_format_and_an_unknown_embedder_are_refused_with_what_to_do(
     current: tuple[Path, dict[str, object]], tmp_path: Path
 ) -> None:
     source, _ = current
-    newer = tmp_path / "newer"
-    shutil.copytree(source, newer)
+    newer = copy_of(source, tmp_path / "newer", format_1=False)
     path = newer / "versions" / "v000001" / "manifest.json"
     path.write_text(json.dumps(json.loads(path.read_text("utf-8")) | {"format_version": FORMAT_VERSION + 1}), "utf-8")
     with pytest.raises(FormatError, match="newer zan"):
@@ -142,9 +145,7 @@ def test_a_newer_format_and_an_unknown_embedder_are_refused_with_what_to_do(
     with pytest.raises(MigrateError, match="upgrade zan"):
         migrate(newer)
 
-    other = tmp_path / "other"
-    shutil.copytree(source, other)
-    to_format_1(other)
+    other = copy_of(source, tmp_path / "other")
     path = other / "versions" / "v000001" / "manifest.json"
     path.write_text(json.dumps(json.loads(path.read_text("utf-8")) | {"embedder": "e5-small-q4-0123"}), "utf-8")
     with pytest.raises(MigrateError, match="give --embedder"):
