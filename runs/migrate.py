@@ -126,8 +126,7 @@ def _vector_parts(home: Path) -> list[str]:
         column = table.column("vector").combine_chunks()
         flat = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
         keys = np.array([h.encode("ascii") for h in table.column("text_hash").to_pylist()])
-        store = VectorStore(home, "")
-        store.folder = part.parent
+        store = VectorStore.at(part.parent)
         store.write_part(part.name.removesuffix(".parquet"), keys, flat.reshape(table.num_rows, -1))
         part.unlink()
         steps.append(f"vectors/{part.parent.name}/{part.name}: {table.num_rows} vectors rewritten as NumPy parts")

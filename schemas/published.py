@@ -122,9 +122,10 @@ def home_format(home: Path) -> int | None:
     return 1 if (home / "registry.parquet").exists() else None
 
 
-def check_format(home: Path) -> None:
-    """:class:`FormatError` unless what ``home`` holds is in the current format (or nothing is there)."""
-    found = home_format(home)
+def check_format(home: Path, found: int | None = None) -> None:
+    """:class:`FormatError` unless what ``home`` holds is in the current format (or nothing is there).
+    ``found``: the format a caller has read already (its manifest's), else read here."""
+    found = home_format(home) if found is None else found
     if found is not None and found < FORMAT_VERSION:
         raise FormatError(
             f"HOME {home} was written by an older zan (format {found}; this zan reads format {FORMAT_VERSION}): "

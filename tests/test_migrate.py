@@ -53,8 +53,7 @@ def copy_of(home: Path, to: Path, format_1: bool = True) -> Path:
 
 def vectors_of(home: Path) -> dict[str, np.ndarray]:
     (folder,) = (home / "vectors").iterdir()
-    store = VectorStore(home, "")
-    store.folder = folder
+    store = VectorStore.at(folder)
     return store.get(store.hashes().to_pylist())
 
 

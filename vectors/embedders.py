@@ -35,8 +35,8 @@ def embedder_for(home: Path, spec: str | None = None) -> Embedder:
     folder = published_dir(home) if Path(home).is_dir() else None
     if folder is None:
         return HashingEmbedder()
-    check_format(Path(home))
     manifest = read_manifest(folder)
+    check_format(Path(home), manifest.format_version)
     if not manifest.embedder_spec:  # every format-2 manifest records it (``zan migrate`` fills older ones)
         raise EmbedderError(f"{folder / 'manifest.json'} does not say how to make its embedder: give --embedder")
     return make_embedder(manifest.embedder_spec)

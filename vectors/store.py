@@ -85,6 +85,12 @@ class VectorStore:
         self.folder = home / "vectors" / re.sub(r"[^A-Za-z0-9._-]+", "_", embedder_id)
         self._parts: dict[Path, _Part] = {}
 
+    @classmethod
+    def at(cls, folder: Path) -> VectorStore:
+        """The store in ``folder`` (one embedder's folder under ``HOME/vectors``: its name is already the
+        embedder id made safe), whatever its embedder."""
+        return cls(folder.parent.parent, folder.name)
+
     def get(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The stored vectors among ``hashes`` (missing ones are simply absent), as float32 rows. Parts are
         searched newest first; a part written since the last call is found too."""
