@@ -13,7 +13,7 @@ from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
-from enrich.lineage import chunk_lineage
+from enrich.lineage import ParseNote, chunk_lineage
 from extractors.model import Document, Unit
 from schemas.identifiers import article_number, slug
 
@@ -106,8 +106,11 @@ def _chunk_text(heading: str | None, piece: list[str]) -> str:
     return "\n".join([heading, *piece])
 
 
-def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) -> list[dict[str, Any]]:
-    """Chunk rows (``CHUNK_SCHEMA`` columns) for one document."""
+def chunk_document(
+    doc_id: str, document: Document, max_chars: int = MAX_CHARS, parse: ParseNote | None = None
+) -> list[dict[str, Any]]:
+    """Chunk rows (``CHUNK_SCHEMA`` columns) for one document. ``parse``: how its note lines are parsed (the
+    registry stage's :class:`enrich.lineage.NoteParser`, which its lineage rows then share)."""
     rows = []
     pending: list[str] = []  # notes of a unit with no text (an act-level «Сноска. Утратил силу …»): the next chunk's
     for unit, path in zip(document.units, unit_paths(document), strict=True):
@@ -117,7 +120,7 @@ def chunk_document(doc_id: str, document: Document, max_chars: int = MAX_CHARS) 
         points: list[str | None] = list(unit.points)
         if len(points) != len(unit.paragraphs):  # a unit built without points (old pickles, hand-made units)
             points = [None] * len(unit.paragraphs)
-        lineage = chunk_lineage(unit.notes)
+        lineage = chunk_lineage(unit.notes, parse)
         for seq, piece in enumerate(split_points(unit.paragraphs, points, max_chars) if unit.paragraphs else [[]]):
             text = _chunk_text(unit.heading, [t for t, _ in piece])
             if not text.strip():

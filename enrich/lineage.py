@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,17 +31,38 @@ from schemas.parquet import merge_sorted
 from schemas.reference import code_by_title
 
 _CHANGES = ("amended", "new_edition", "added", "excluded")
+NOTE_COLUMNS = ("chunk_id", "doc_id", "language", "notes", "source_file")  # what note_rows reads of a chunk
 _TYPE_NAMES = {"law": "Закон", "code": "Кодекс", "decree": "Указ", "resolution": "Постановление", "order": "Приказ"}
 
 
-def note_relations(notes: Iterable[str]) -> list[Relation]:
+ParseNote = Callable[[str], tuple[list[Relation], int]]  # a note line → its relations, and how many it states
+
+
+class NoteParser:
+    """Parses each note line of one document once. A unit's notes give its chunks both their lineage fields
+    (:func:`chunk_lineage`) and their lineage rows (:func:`note_rows`). The registry stage makes one parser
+    for each act, so it holds one act's lines at most."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[list[Relation], int]] = {}
+
+    def __call__(self, line: str) -> tuple[list[Relation], int]:
+        found = self._seen.get(line)
+        if found is None:
+            found = self._seen[line] = parse_note_counted(line)
+        return found
+
+
+def note_relations(notes: Iterable[str], parse: ParseNote | None = None) -> list[Relation]:
     """Every relation the notes state, in order."""
-    return [r for note in notes for line in note.split("\n") for r in parse_note(line)]
+    if parse is None:
+        return [r for note in notes for line in note.split("\n") for r in parse_note(line)]
+    return [r for note in notes for line in note.split("\n") for r in parse(line)[0]]
 
 
-def chunk_lineage(notes: Iterable[str]) -> dict[str, Any]:
+def chunk_lineage(notes: Iterable[str], parse: ParseNote | None = None) -> dict[str, Any]:
     """``last_amended`` and ``amended_by`` of the chunks of a unit with these notes."""
-    changes = [r for r in note_relations(notes) if r.relation in _CHANGES and (r.by_date or r.by_number)]
+    changes = [r for r in note_relations(notes, parse) if r.relation in _CHANGES and (r.by_date or r.by_number)]
     dated = sorted(changes, key=lambda r: r.by_date or dt.date.min)
     numbers = list(dict.fromkeys(r.by_number for r in dated if r.by_number))
     last = max((r.by_date for r in changes if r.by_date), default=None)
@@ -107,55 +128,56 @@ class Overflow:
 
 @dataclass
 class Found:
-    """What :func:`lineage_batches` learns while it streams: the notes that stated too many relations, and the
-    acts whose own notes say they lost force (doc_id → the repealing act's doc_id)."""
+    """What :func:`lineage_batches` learns while it streams: the acts whose own notes say they lost force
+    (doc_id → the repealing act's doc_id)."""
 
-    overflows: list[Overflow] = field(default_factory=list)
     repeals: dict[str, str] = field(default_factory=dict)
 
 
-def lineage_batches(
-    chunks: Iterable[pa.Table], registry: pa.Table, found: Found, carried: Iterable[pa.Table] = ()
-) -> Iterator[pa.Table]:
-    """``LINEAGE_SCHEMA`` tables: one row per relation in the notes of ``chunks`` (a stream of tables with
-    chunk_id, doc_id, language, notes, source_file, in chunk id order) and per article operation the
-    registry's amending acts state, acting and amended acts resolved in ``registry`` when it holds them. One
-    batch of chunks and its rows are held at a time (a version of 140 000 chunks has as many lineage rows as
-    chunks); what the registry needs from them is kept in ``found``.
+def note_rows(
+    chunks: Iterable[Mapping[str, Any]], parse: ParseNote | None = None
+) -> tuple[list[dict[str, Any]], list[Overflow]]:
+    """The lineage rows of the notes of ``chunks`` (rows with chunk_id, doc_id, language, notes, source_file),
+    one per relation each note line states, with the acting act not yet resolved. The registry stage writes
+    them as it chunks, with the ``parse`` that gave the chunks their lineage fields, so each line is parsed
+    once. :func:`lineage_batches` resolves the acting acts once the version's registry is known. Also returns
+    the notes that stated more relations than were kept."""
+    parse = parse or NoteParser()
+    rows: list[dict[str, Any]] = []
+    overflows = []
+    for chunk in chunks:
+        doc_id, chunk_id, source = chunk["doc_id"], chunk["chunk_id"], chunk["source_file"]
+        for n, line in enumerate((chunk["notes"] or "").split("\n")):
+            if not NOTE_START.match(line):
+                continue
+            relations, stated = parse(line)
+            if stated > len(relations):
+                overflows.append(Overflow(doc_id, chunk_id, source, stated))
+            rows += [_row(doc_id, chunk["language"], chunk_id, n, line, source, r, None) for r in relations]
+    return rows, overflows
 
-    ``carried``: the last version's note rows of the documents that did not change (in chunk id order, from
-    its ``lineage.parquet``). Their notes are not parsed again (the code that parsed them is the code a
-    changed fingerprint would have re-read them with: ``runs.scope``); only their acting acts are resolved
-    again, in this registry. Both streams come out merged in chunk id order, as one parse of every note
-    would have written them."""
+
+def lineage_batches(
+    noted: Iterable[pa.Table], registry: pa.Table, found: Found, carried: Iterable[pa.Table] = ()
+) -> Iterator[pa.Table]:
+    """``LINEAGE_SCHEMA`` tables: the note rows of the rebuilt documents (``noted``, from :func:`note_rows`, in
+    chunk id order) and of the documents that did not change (``carried``: the last version's rows, in chunk
+    id order), with every acting act resolved in ``registry``, merged in chunk id order; then one row per
+    article operation the registry's amending acts state. One batch is held at a time (a version of 140 000
+    chunks has as many lineage rows as chunks); what the registry needs from them is kept in ``found``.
+
+    No note is parsed here. A carried act's notes were parsed by the code that would parse them now: a
+    changed code fingerprint re-reads every file (``runs.scope``)."""
     resolve = _resolver(registry)
-    parsed = (_parsed(table, resolve, found) for table in chunks)
-    resolved = (_resolved(table, resolve) for table in carried)
-    for table in merge_sorted(parsed, resolved):
+    fresh = (_resolved(table, resolve) for table in noted)
+    kept = (_resolved(table, resolve) for table in carried)
+    for table in merge_sorted(fresh, kept):
         yield _noting(table, found)
     yield _noting(_table(_amending_rows(registry)), found)
 
 
-def _parsed(table: pa.Table, resolve: Resolve, found: Found) -> pa.Table:
-    """The lineage rows of one batch of chunks: every relation their notes state."""
-    rows = []
-    columns = ("chunk_id", "doc_id", "language", "notes", "source_file")
-    for chunk_id, doc_id, language, notes, source in _columns(table, *columns):
-        for n, line in enumerate((notes or "").split("\n")):
-            if not NOTE_START.match(line):
-                continue
-            relations, stated = parse_note_counted(line)
-            if stated > len(relations):
-                found.overflows.append(Overflow(doc_id, chunk_id, source, stated))
-            rows += [
-                _row(doc_id, language, chunk_id, n, line, source, r, resolve(r.by_type, r.by_number, r.by_date))
-                for r in relations
-            ]
-    return _table(rows)
-
-
 def _resolved(table: pa.Table, resolve: Resolve) -> pa.Table:
-    """Carried lineage rows with their acting act resolved again (``by_doc_id``), in this version's registry."""
+    """Note rows with their acting act resolved (``by_doc_id``) in this version's registry."""
     table = conform(table, LINEAGE_SCHEMA, "lineage")
     acts = [resolve(*act) for act in _columns(table, "by_type", "by_number", "by_date")]
     index = LINEAGE_SCHEMA.get_field_index("by_doc_id")
@@ -164,9 +186,9 @@ def _resolved(table: pa.Table, resolve: Resolve) -> pa.Table:
 
 def lineage_table(chunks: pa.Table, registry: pa.Table) -> tuple[pa.Table, list[Overflow]]:
     """:func:`lineage_batches` of one table of chunks, as one table (small inputs: tests, a single act)."""
-    found = Found()
-    tables = list(lineage_batches([chunks], registry, found))
-    return pa.concat_tables(tables), found.overflows
+    rows, overflows = note_rows(chunks.select(list(NOTE_COLUMNS)).to_pylist())
+    tables = list(lineage_batches([_table(rows)], registry, Found()))
+    return pa.concat_tables(tables), overflows
 
 
 def _table(rows: list[dict[str, Any]]) -> pa.Table:

@@ -192,6 +192,7 @@ def enrich(state_path: RunState | Path | str, lexical: bool = True) -> StageResu
             rejects=rejects_of(read_parquet(state.work / "rejects.parquet", REJECT_SCHEMA, "rejects")),
             reused=set(state.reused),
             extracted=0,
+            notes=state.work / "notes.parquet",
         )
         scope = Scope.from_json(state.scope)
         out = state.work / "version"

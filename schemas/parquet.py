@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -52,14 +53,33 @@ def iter_parquet(path: Path, batch_size: int = STREAM_ROWS, columns: list[str] |
 def write_parquet_stream(batches: Iterable[pa.Table | pa.RecordBatch], path: Path, schema: pa.Schema, name: str) -> int:
     """Write ``batches`` (each validated against ``schema``) as one parquet file, batch by batch, renamed into
     place when complete; returns the rows written. Memory holds one batch, whatever the table's size."""
-    rows = 0
-    with atomic_writer(path) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
+    with parquet_stream(path, schema, name) as stream:
         for batch in batches:
-            table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
-            if table.num_rows:
-                writer.write_table(conform(table, schema, name), row_group_size=STREAM_ROWS)
-                rows += table.num_rows
-    return rows
+            stream.write(batch)
+    return stream.rows
+
+
+class ParquetStream:
+    """One parquet file being written batch by batch (:func:`parquet_stream`)."""
+
+    def __init__(self, writer: pq.ParquetWriter, schema: pa.Schema, name: str) -> None:
+        self.writer, self.schema, self.name = writer, schema, name
+        self.rows = 0
+
+    def write(self, batch: pa.Table | pa.RecordBatch) -> None:
+        """Validate ``batch`` against the file's schema and append it (an empty one writes nothing)."""
+        table = batch if isinstance(batch, pa.Table) else pa.Table.from_batches([batch])
+        if table.num_rows:
+            self.writer.write_table(conform(table, self.schema, self.name), row_group_size=STREAM_ROWS)
+            self.rows += table.num_rows
+
+
+@contextlib.contextmanager
+def parquet_stream(path: Path, schema: pa.Schema, name: str) -> Iterator[ParquetStream]:
+    """A parquet file written a batch at a time while other work goes on (so two files can be written from
+    one pass), renamed into place when the block ends without error; otherwise nothing is left at ``path``."""
+    with atomic_writer(path) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
+        yield ParquetStream(writer, schema, name)
 
 
 def merge_sorted(a: Iterator[pa.Table], b: Iterator[pa.Table], key: str = "chunk_id") -> Iterator[pa.Table]:

@@ -258,8 +258,8 @@ def test_a_document_whose_chunks_break_the_contract_is_rejected_alone(
     victim = sorted(registry["doc_id"].to_pylist())[1]
     real = runs.build.chunk_document
 
-    def chunk_document(doc_id: str, document):  # type: ignore[no-untyped-def]
-        chunks = list(real(doc_id, document))
+    def chunk_document(doc_id: str, document, **options):  # type: ignore[no-untyped-def]
+        chunks = list(real(doc_id, document, **options))
         if doc_id == victim and chunks:
             chunks[0] = chunks[0] | {"seq": "not a number"}
         return chunks

@@ -228,19 +228,22 @@ def test_lineage_streamed_in_batches_is_the_lineage_of_the_whole(corpus_run) -> 
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from enrich.lineage import Found, lineage_batches, lineage_table, with_replacements
+    from enrich.lineage import NOTE_COLUMNS, Found, lineage_batches, lineage_table, note_rows, with_replacements
+    from schemas.arrow import LINEAGE_SCHEMA
     from schemas.published import published_file
 
-    columns = ["chunk_id", "doc_id", "language", "notes", "source_file"]
-    chunks = pq.read_table(published_file(corpus_run[1], "chunks.parquet"), columns=columns)
+    chunks = pq.read_table(published_file(corpus_run[1], "chunks.parquet"), columns=list(NOTE_COLUMNS))
     noted = chunks.filter(pa.compute.not_equal(chunks.column("notes"), ""))
     registry = pq.read_table(published_file(corpus_run[1], "registry.parquet"))
-    whole, overflows = lineage_table(noted, registry)
+    whole, _ = lineage_table(noted, registry)
+    rows, _ = note_rows(noted.to_pylist())
+    unresolved = pa.Table.from_pylist(rows, schema=LINEAGE_SCHEMA)
+    assert unresolved.column("by_doc_id").null_count == unresolved.num_rows  # resolved only once the registry is
     found = Found()
-    batches = [noted.slice(start, 97) for start in range(0, noted.num_rows, 97)]
+    batches = [unresolved.slice(start, 97) for start in range(0, unresolved.num_rows, 97)]
     streamed = pa.concat_tables(list(lineage_batches(batches, registry, found)))
     assert streamed.num_rows == whole.num_rows > 500 and streamed.equals(whole)
-    assert found.overflows == overflows
+    assert streamed.column("by_doc_id").null_count < streamed.num_rows
     assert with_replacements(registry, found.repeals).equals(with_replacements(registry, whole))
     published = pq.read_table(published_file(corpus_run[1], "lineage.parquet"))
     assert published.num_rows == whole.num_rows  # what the run wrote, streamed from the version's chunks
@@ -339,3 +342,26 @@ def test_an_unchanged_acts_lineage_is_carried_and_its_acting_acts_resolved_in_th
     full = tmp_path / "full"
     run([tmp_path / "src"], full)
     assert after.equals(pq.read_table(published_file(full, "lineage.parquet")))
+
+
+def test_a_runs_note_lines_are_parsed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The registry stage parses each note line of an act once: the chunks' lineage fields and their lineage
+    rows come from the same parse, and the enrich stage only resolves the acting acts."""
+    import pyarrow.parquet as pq
+
+    from enrich import lineage
+    from schemas.published import published_file
+
+    parsed: list[str] = []
+    counted = lineage.parse_note_counted
+    monkeypatch.setattr(lineage, "parse_note_counted", lambda line: parsed.append(line) or counted(line))
+    (tmp_path / "src").mkdir()
+    shutil.copy(corpus_file("adilet/rus/Z1400000224.html"), tmp_path / "src")  # a law of 2014 with notes
+    run([tmp_path / "src"], tmp_path / "home")
+    rows = pq.read_table(published_file(tmp_path / "home", "lineage.parquet")).to_pylist()
+    notes = {r["note"] for r in rows if r["source"] == "note"}
+    assert notes and notes <= set(parsed)
+    assert sorted(parsed) == sorted(set(parsed))  # no line twice
+    chunks = pq.read_table(published_file(tmp_path / "home", "chunks.parquet")).to_pylist()
+    amended = {r["chunk_id"] for r in rows if r["relation"] in ("amended", "new_edition") and r["by_date"]}
+    assert amended and all(c["last_amended"] for c in chunks if c["chunk_id"] in amended)
