@@ -10,6 +10,7 @@ import pytest
 
 from runs.errors import ValidationFailed
 from runs.pipeline import run
+from tests.conftest import chroma_server
 from vectors.index import COLLECTION, open_client
 
 
@@ -33,20 +34,31 @@ def _write(src: Path, points: bool, extra: int = 0) -> None:
     (folder / "V2499077777.html").write_text(_page(points, extra), "utf-8")
 
 
-def _metadata(home: Path, chunk_id: str) -> dict[str, object]:
-    got = open_client(home / "chroma").get_collection(COLLECTION).get(ids=[chunk_id], include=["metadatas"])
+def _metadata(home: Path, chunk_id: str, url: str | None = None) -> dict[str, object]:
+    got = open_client(home / "chroma", url).get_collection(COLLECTION).get(ids=[chunk_id], include=["metadatas"])
     return dict(got["metadatas"][0] or {})
 
 
-def test_a_rewritten_record_loses_the_keys_its_chunk_no_longer_has(tmp_path: Path) -> None:
+def _loses_point_labels(tmp_path: Path, url: str | None) -> None:
     src, home = tmp_path / "src", tmp_path / "home"
     _write(src, points=True)
-    assert run([src], home).status == "published"
-    assert _metadata(home, "v2499077777:art1:0")["point_labels"] == ["1", "2"]
+    assert run([src], home, chroma_url=url).status == "published"
+    assert _metadata(home, "v2499077777:art1:0", url)["point_labels"] == ["1", "2"]
     _write(src, points=False)
-    info = run([src], home)
+    info = run([src], home, chroma_url=url)
     assert info.status == "published" and info.text_changed == 1
-    assert "point_labels" not in _metadata(home, "v2499077777:art1:0")
+    after = _metadata(home, "v2499077777:art1:0", url)
+    assert "point_labels" not in after and after["doc_id"] == "v2499077777"
+
+
+def test_a_rewritten_record_loses_the_keys_its_chunk_no_longer_has(tmp_path: Path) -> None:
+    _loses_point_labels(tmp_path, None)
+
+
+def test_a_rewritten_record_loses_them_on_a_chroma_server_too(tmp_path: Path) -> None:
+    """The same through a real ``chroma run`` server."""
+    with chroma_server(tmp_path / "chroma-server") as url:
+        _loses_point_labels(tmp_path, url)
 
 
 def test_validation_reads_back_every_replaced_record_in_a_run_larger_than_its_sample(
