@@ -40,7 +40,8 @@ _HEADING = re.compile(
     r"^\s*(?:Статья|Глава|Раздел|Параграф|Приложение|ГЛАВА|РАЗДЕЛ|\d+(?:-\d+)?-(?:бап|тарау|бөлім|параграф))\b"
 )
 _P = re.compile(r"(<p(?:\s+id=\"[^\"]*\")?>)(.*?)(</p>)", re.S)
-_NUMBER = re.compile(r"(№\s*)(\d+)")
+# an act's number as its requisites write it: «№ 414-V», «N 1428», «№ ҚР ДСМ-26» (the digits gain the copy's)
+_NUMBER = re.compile(r"((?:№|N)\s*(?:[^\W\d_]+[\s-]*)*?)(\d+)")
 _RENUMBERED = re.compile(r"((?:Статья|Глава|Раздел|Параграф) )(\d{4,})")
 
 
@@ -118,10 +119,24 @@ def copy_of(template: Template, c: int, t: int) -> tuple[str, str]:
     head, body, tail = _split(text)
     head = head.replace(act, new).replace(act.lower(), new.lower())
     head = re.sub(r"(<h1>)(.*?)(</h1>)", lambda m: f"{m[1]}{m[2]} {mark}{m[3]}", head, count=1, flags=re.S)
-    head = re.sub(r"(<div class=\"container_alpha slogan\">.*?</div>)",
-                  lambda m: _NUMBER.sub(lambda n: f"{n[1]}{n[2]}{c:03d}", m[1], count=1), head, count=1,
-                  flags=re.S)  # fmt: skip
+    head = re.sub(r"(<div class=\"container_alpha slogan\">.*?</div>)", lambda m: _renumbered(m[1], c), head,
+                  count=1, flags=re.S)  # fmt: skip
     return f"{new}.html", head + _marked_paragraphs(body, mark) + tail.replace(act, new)
+
+
+def _renumbered(slogan: str, c: int) -> str:
+    """An adilet page's head block with the act's number gaining ``c``: the number of its requisites line
+    (the ``<p>`` under the title, «Постановление … от 3 декабря 2019 года № 900»), else the block's first.
+    A title may name another act's number («О внесении изменений в постановление … № 1011»): changing that
+    one left 18 copies of one act with the same requisites, which the registry rightly takes for one act."""
+
+    def bump(m: re.Match[str]) -> str:
+        return f"{m[1]}{m[2]}{c:03d}"
+
+    line = re.search(r"<p>.*?</p>", slogan, re.S)
+    if line and _NUMBER.search(line[0]):
+        return slogan[: line.start()] + _NUMBER.sub(bump, line[0], count=1) + slogan[line.end() :]
+    return _NUMBER.sub(bump, slogan, count=1)
 
 
 def giant_code(page: Path, times: int) -> str:
