@@ -34,8 +34,11 @@ def begin(
     shards: int = 1,
     embedder_id: str | None = None,
     holder: str = "tasks",
+    shard_bytes: int = 0,
 ) -> Path:
-    """Take the lease, plan the run, split the files to read into ``shards``; returns the state file."""
+    """Take the lease, plan the run, split the files to read into ``shards``; returns the state file.
+    ``shard_bytes``: fewer shards where the files to read are few, one per this many bytes at least (0: always
+    ``shards``, as the DAG's extract tasks are configured)."""
     home, options = check_home(home, writable=True), options or RunOptions()
     run_id = new_run_id()
     info = RunInfo(run_id=run_id, home=str(home), chroma=chroma_url or str(home / "chroma"))
@@ -58,7 +61,7 @@ def begin(
             scope=scope.as_json(),
             keys=prepared.keys,
             reused=sorted(prepared.reused),
-            shards=_split([str(f) for f in prepared.pending], shards),
+            shards=_split([str(f) for f in prepared.pending], shards, shard_bytes),
             started=now_iso(),
             info=info.as_dict(),
             source_commits=prepared.commits,
@@ -131,12 +134,15 @@ def _planning(home: Path, info: RunInfo, holder: str) -> Iterator[None]:
         raise
 
 
-def _split(files: list[str], shards: int) -> list[list[str]]:
-    """Round-robin by size, largest first, so shards take about the same time."""
+def _split(files: list[str], shards: int, shard_bytes: int = 0) -> list[list[str]]:
+    """Round-robin by size, largest first, so shards take about the same time; with ``shard_bytes``, no more
+    shards than the files' bytes fill at that many each."""
+    sizes = {f: _size(f) for f in files}
+    if shard_bytes > 0:
+        shards = min(shards, sum(sizes.values()) // shard_bytes)
     shards = max(1, shards)
     out: list[list[str]] = [[] for _ in range(shards)]
     loads = [0] * shards
-    sizes = {f: _size(f) for f in files}
     for path in sorted(files, key=lambda f: -sizes[f]):
         n = loads.index(min(loads))
         out[n].append(path)

@@ -44,6 +44,12 @@ __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "
 # 1.15× from 2 000 to 20 000 acts); below it the spawn (~0.4 s a stage) would cost more than it saves.
 OWN_PROCESS_FROM = 1000
 
+# Bytes of files to read worth an extracting process of their own: starting one (Python, the extractors'
+# imports) costs ~0.4 s, what one core extracts of ~5 MB of pages (~11 MB/s, benchmarks/README.md), so two
+# processes gain from about 10 MB. A run that reads the few files a day's amendments change reads them in this
+# process (one page in a hundred edited, 20 000 chunks: the run 4.2 → 3.7 s).
+SHARD_BYTES = 8 << 20
+
 
 def _noop(stage: str, done: int, total: int) -> None:
     return None
@@ -75,7 +81,15 @@ def run(
     embedder = embedder or embedder_for(home)
     embedder_id = embedder.bind(home, record=not options.dry_run)
     path = stages.begin(
-        home, sources, options, chroma_url, embedder.spec, shards=workers, embedder_id=embedder_id, holder="process"
+        home,
+        sources,
+        options,
+        chroma_url,
+        embedder.spec,
+        shards=workers,
+        embedder_id=embedder_id,
+        holder="process",
+        shard_bytes=SHARD_BYTES,
     )
     state = RunState.load(path)  # once: the stages below share it (read again after a stage run elsewhere)
     with _finishing(path):

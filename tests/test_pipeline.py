@@ -236,6 +236,17 @@ def test_two_workers_extract_in_two_processes_and_publish_the_same_version(tmp_p
     pids = {mark["pid"] for mark in marks}
     assert len(marks) == 2 and len(pids) == 2 and os.getpid() not in pids
     stages.finish(state)
+    # a run's files too few to fill a shard's bytes are read in the run's own process, all in one shard
+    few = sum(p.stat().st_size for p in source.rglob("*") if p.is_file()) + 1
+    state = stages.begin(tmp_path / "home4", [source], shards=2, holder="process", shard_bytes=few)
+    assert len(stages.RunState.load(state).shards) == 1
+    stages.extract_all(state, 2)
+    [mark] = [json.loads(p.read_text()) for p in stages.RunState.load(state).work.glob("shard-*.json")]
+    assert mark["pid"] == os.getpid()
+    stages.finish(state)
+    state = stages.begin(tmp_path / "home5", [source], shards=2, holder="process", shard_bytes=few // 3)
+    assert len(stages.RunState.load(state).shards) == 2  # enough bytes for both
+    stages.finish(state)
 
 
 def test_lexical_aside_fails_the_run_with_the_builds_error_and_stops_on_the_bodys(tmp_path: Path) -> None:
