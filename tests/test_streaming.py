@@ -134,6 +134,8 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
     if (CORPUS / "adilet").is_dir():
         for figure in shaped:
             assert figure in summary, figure
+        assert "zan 1 % of files edited" in summary
+        assert "floor (sum of medians)" in done.stdout  # edit_floor.py, not in `make bench`, ran too
     else:  # a clean clone without ../shared: the real-shaped sections say why they did not run
         for section in ("bench_fetch.py", "bench_scale.py", "bench_langchain.py"):
             assert f"{section}: skipped: no real documents under" in summary, section
