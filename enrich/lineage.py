@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from extractors.amendments import amendments
 from extractors.model import Document
-from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, note_target, parse_note, parse_note_counted
+from extractors.notes import MAX_RELATIONS, NOTE_START, Relation, note_target, parse_note_counted
 from schemas.arrow import LINEAGE_SCHEMA, conform
 from schemas.kinds import DOC_TYPES, as_doc_type
 from schemas.parquet import merge_sorted
@@ -55,8 +55,7 @@ class NoteParser:
 
 def note_relations(notes: Iterable[str], parse: ParseNote | None = None) -> list[Relation]:
     """Every relation the notes state, in order."""
-    if parse is None:
-        return [r for note in notes for line in note.split("\n") for r in parse_note(line)]
+    parse = parse or parse_note_counted
     return [r for note in notes for line in note.split("\n") for r in parse(line)[0]]
 
 
