@@ -127,11 +127,13 @@ def main() -> None:
         print(f"zan run of the edit: {run.seconds:.1f} s {run.info['seconds']}")
         import pyarrow.parquet as pq
 
-        from schemas.published import published_file
+        from schemas.published import published_file, read_manifest, versions_dir
 
         enriched = published_file(home, "enriched_chunks.parquet")
         new = pq.read_table(enriched, columns=["chunk_id", "text_hash"]).to_pylist()
-        old_folder = sorted((home / "versions").glob("v*"))[-2]
+        parent = read_manifest(enriched.parent).parent  # the version the edit's run started from
+        assert parent is not None
+        old_folder = versions_dir(home) / parent
         rows = pq.read_table(old_folder / "enriched_chunks.parquet", columns=["chunk_id", "text_hash"]).to_pylist()
         old = {r["chunk_id"]: r["text_hash"] for r in rows}
         ids = [r["chunk_id"] for r in new if old.get(r["chunk_id"]) != r["text_hash"]]

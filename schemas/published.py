@@ -157,15 +157,13 @@ def check_home(home: Path | str, writable: bool, migrating: bool = False) -> Pat
             )
         if not os.access(path, os.R_OK | os.X_OK):
             raise HomeError(f"HOME {path} cannot be read")
-        if not migrating:
-            check_format(path)
-        return path
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise HomeError(f"HOME {path} cannot be created: {exc.strerror or exc}") from exc
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise HomeError(f"HOME {path} is not writable (a run writes its versions there; lookups can read it)")
+    else:
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise HomeError(f"HOME {path} cannot be created: {exc.strerror or exc}") from exc
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise HomeError(f"HOME {path} is not writable (a run writes its versions there; lookups can read it)")
     if not migrating:
         check_format(path)
     return path
