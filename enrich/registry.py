@@ -173,8 +173,12 @@ def conflicts(kept: Requisites, other: Requisites) -> list[str]:
     return out
 
 
-def registry_row(entry: Entry) -> dict[str, Any]:
-    """One row of ``REGISTRY_SCHEMA``."""
+def registry_row(
+    entry: Entry, amends: list[dict[str, Any]] | None = None, repeal: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """One row of ``REGISTRY_SCHEMA``. ``amends`` and ``repeal`` (:func:`enrich.lineage.amends_of` and
+    :func:`enrich.lineage.repeal_of` of its documents), when already made where they were extracted: the
+    entry's documents may then be headers, without their texts."""
     r = entry.requisites
     labels = sorted({lab for d in entry.documents for lab in d.article_labels}, key=article_order)
     languages = sorted({d.language for d in entry.documents})
@@ -204,9 +208,9 @@ def registry_row(entry: Entry) -> dict[str, Any]:
         "aliases": _aliases(r),
         "annexes": list(dict.fromkeys(t for d in entry.documents for t in d.annex_titles if t))[:LIST_CAP],
         "source_files": sorted({d.source_file for d in (*entry.documents, *entry.also)}),
-        **repeal_of(n for d in entry.documents for u in d.units for n in u.notes),
+        **(repeal_of(n for d in entry.documents for u in d.units for n in u.notes) if repeal is None else repeal),
         "replaced_by": None,  # known once the whole registry is (enrich.lineage.with_replacements)
-        "amends": amends_of(entry.documents),
+        "amends": amends_of(entry.documents) if amends is None else amends,
         "replaces": sorted({d for doc in entry.documents for d in doc.requisites.replaces}) or None,
         "extraction": [extraction(d) for d in sorted((*entry.documents, *entry.also), key=lambda d: d.source_file)],
     }

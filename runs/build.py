@@ -2,9 +2,10 @@
 
 Memory holds one document's text and one batch of chunks at a time, whatever the corpus:
 
-- ``extract_files`` appends each document to the shard's file as it is read (:mod:`runs.documents`);
+- ``extract_files`` appends each document to the shard's file as it is read (:mod:`runs.documents`), with
+  its chunks and note rows already cut (:func:`cut_document`): the extracting processes share that work;
 - ``registry_of`` groups documents into registry entries from their headers only, then loads each entry's
-  documents again to build its row and chunks, written to parquet as they come;
+  documents and cuts again to build its row and chunks, written to parquet as they come;
 - ``enrich_version`` joins the registry fields onto the chunks batch by batch (order-preserving, by position
   in the small registry), merges them with the published documents that stay as they are (both streams are
   already in chunk id order: nothing is sorted), and writes the version's tables into a folder: only the
@@ -28,7 +29,17 @@ import pyarrow.compute as pc
 
 from enrich.chunking import chunk_document
 from enrich.join import join_files
-from enrich.lineage import Found, NoteParser, Overflow, lineage_batches, note_rows, with_replacements, with_successors
+from enrich.lineage import (
+    Found,
+    NoteParser,
+    Overflow,
+    amends_of,
+    lineage_batches,
+    note_rows,
+    repeal_of,
+    with_replacements,
+    with_successors,
+)
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
 from extractors.discover import extract_file
 from extractors.model import Document
@@ -77,6 +88,57 @@ def extract_files(
     return rejects
 
 
+@dataclass(frozen=True)
+class Cut:
+    """What is built of one document alone, under one doc_id: its chunks (in document order), the lineage rows
+    of their notes and the notes that overflowed (``note_rows``), the amendments its text states
+    (``amends_of``) and whether its own notes say it lost force (``repeal_of``)."""
+
+    doc_id: str
+    chunks: list[dict[str, Any]]
+    notes: list[dict[str, Any]]
+    overflows: list[Overflow]
+    amends: list[dict[str, Any]]
+    repeal: dict[str, Any]
+
+
+def _cut(doc_id: str, document: Document, parse: NoteParser) -> Cut:
+    chunks = chunk_document(doc_id, document, parse=parse)
+    notes, overflows = note_rows(chunks, parse)
+    repeal = repeal_of(n for unit in document.units for n in unit.notes)
+    return Cut(doc_id, chunks, notes, overflows, amends_of([document]), repeal)
+
+
+def cut_document(document: Document) -> Cut | None:
+    """The document's :class:`Cut` under the doc_id its own requisites give, made where it was extracted
+    (``DocumentWriter(handle, cut_document)``): each extracting process cuts its own files, and the registry
+    stage, one process, only groups, sorts and writes them, from the documents' headers. None when the
+    document has no identity of its own or cutting it fails: the registry stage cuts it again and rejects it,
+    with the reason, if that fails."""
+    try:
+        return _cut(doc_id_for(document.requisites), document, NoteParser())
+    except Exception:  # noqa: BLE001 - cut again at the registry stage, which rejects the document with the reason
+        return None
+
+
+def _entry_cut(doc_id: str, headers: list[Document], cuts: list[Cut | None], load: Callable[[str], Document]) -> Cut:
+    """One registry entry's chunks and note rows in chunk id order, from its documents' cuts. A document not
+    cut, or cut under another doc_id (the entry's comes from another source of the act), is loaded and cut
+    here. ``amends`` are those of the text :func:`enrich.lineage.amends_of` reads (the Russian one), ``repeal``
+    the first that says the act lost force, as :func:`enrich.lineage.repeal_of` of all their notes."""
+    parse = NoteParser()
+    made = [
+        c if c is not None and c.doc_id == doc_id else _cut(doc_id, load(h.source_file), parse)
+        for h, c in zip(headers, cuts, strict=True)
+    ]
+    chunks = sorted((c for cut in made for c in cut.chunks), key=lambda c: str(c["chunk_id"]))
+    notes = sorted((n for cut in made for n in cut.notes), key=lambda n: str(n["chunk_id"]))  # stable: line order kept
+    overflows = sorted((o for cut in made for o in cut.overflows), key=lambda o: o.chunk_id)
+    first = min(range(len(headers)), key=lambda n: headers[n].language != "rus")
+    repeal = next((c.repeal for c in made if c.repeal["repealed_by"] is not None), made[first].repeal)
+    return Cut(doc_id, chunks, notes, overflows, made[first].amends, repeal)
+
+
 @dataclass
 class Rebuilt:
     """The registry stage's output: rows and chunks (a parquet file) of the documents this run rebuilt."""
@@ -121,7 +183,7 @@ def registry_of(
         ]
         path = work / f"more-{extra:04d}.docs"
         with open(path, "wb") as handle:
-            extra_rejects = extract_files(more, run_id, DocumentWriter(handle))
+            extra_rejects = extract_files(more, run_id, DocumentWriter(handle, cut_document))
         documents.add_file(path)
         rejects += extra_rejects
         failed_reads |= {r.source_file for r in extra_rejects if r.error != "Incomplete"}
@@ -258,27 +320,19 @@ def _rows_and_chunks(
         group: list[_Item] = []
         size = 0
         for entry in entries:
-            headers = entry.documents
-            entry.documents = [documents.load(d.source_file) for d in headers]
-            parse = NoteParser()  # one act's note lines, each parsed once
+            headers = entry.documents  # without their texts: a document is loaded only where it has no cut
             try:
-                row = registry_row(entry)
-                found = sorted(
-                    (c for d in entry.documents for c in chunk_document(entry.doc_id, d, parse=parse)),
-                    key=lambda c: str(c["chunk_id"]),
-                )
+                cut = _entry_cut(entry.doc_id, headers, [documents.cut(d.source_file) for d in headers], documents.load)
+                row = registry_row(entry, amends=cut.amends, repeal=cut.repeal)
             except Exception as exc:  # noqa: BLE001 - per-document isolation, the class is kept in the reject
                 refuse(entry, headers, exc)
                 continue
-            finally:
-                entry.documents = headers  # the texts are let go
-            clash = _duplicate(found)
+            clash = _duplicate(cut.chunks)
             if clash:  # the same edition of one act read twice under two ids' worth of paths: never mixed
                 rejects.append(Reject(run_id, "chunk", clash[1], entry.doc_id, clash[0], error="DuplicateChunk"))
                 continue
-            noted, overflows = note_rows(found, parse)
-            group.append(_Item(entry, headers, row, found, noted, overflows))
-            size += len(found)
+            group.append(_Item(entry, headers, row, cut.chunks, cut.notes, cut.overflows))
+            size += len(cut.chunks)
             if size >= GROUP_CHUNKS:
                 yield converted(group, notes)
                 group, size = [], 0

@@ -41,7 +41,15 @@ from runs.act_history import build_history, disagreements
 from runs.begin import begin as begin
 from runs.begin import begin_rollback as begin_rollback
 from runs.begin import record_failure
-from runs.build import Rebuilt, enrich_version, extract_files, registry_of, with_repealed, write_small_tables
+from runs.build import (
+    Rebuilt,
+    cut_document,
+    enrich_version,
+    extract_files,
+    registry_of,
+    with_repealed,
+    write_small_tables,
+)
 from runs.changes import DIRTY, ChangeSet, same_tables
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
@@ -90,7 +98,7 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
     files = [Path(f) for f in state.shards[index]]
     started = time.perf_counter()
     with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
-        rejects = extract_files(files, state.run_id, DocumentWriter(handle), progress)
+        rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut_document), progress)
     seconds = time.perf_counter() - started
     write_parquet_atomic(
         reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"

@@ -382,10 +382,10 @@ def test_an_act_that_fails_at_the_registry_stage_keeps_its_published_version(
     before = _articles(home, "z1400000224")
     real = runs.build.registry_row
 
-    def failing(entry):  # type: ignore[no-untyped-def]
+    def failing(entry, **made):  # type: ignore[no-untyped-def]
         if entry.doc_id == "z1400000224":
             raise ValueError("a fault no test foresaw")
-        return real(entry)
+        return real(entry, **made)
 
     monkeypatch.setattr(runs.build, "registry_row", failing)
     info = run([src], home)

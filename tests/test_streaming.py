@@ -14,8 +14,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from enrich.registry import doc_id_for
 from extractors.discover import extract_file
-from runs.build import chunk_order
+from runs.build import _entry_cut, chunk_order, cut_document
 from runs.documents import DocumentStore, DocumentWriter
 from schemas.parquet import merge_sorted
 from schemas.published import published_file
@@ -68,6 +69,69 @@ def test_a_header_keeps_what_grouping_needs_and_the_document_loads_back_whole(tm
     assert len(header.article_labels) == 102  # SOURCES.md: 1–99 plus 83-1, 94-1, 94-2
     assert header.text_size == document.text_size > 50_000
     assert store.load(str(page)) == document
+
+
+def test_the_registry_stage_builds_from_the_cuts_made_at_extraction_and_reads_no_text(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each extracting process cuts the documents it reads (chunks, note rows, amendments, repeal:
+    ``runs.build.cut_document``); the registry stage builds every row and chunk from those cuts and the
+    headers, loading no document's text and chunking nothing. What it stages is what it stages when nothing
+    was cut at extraction and it cuts every document itself."""
+    import runs.build
+    import runs.stages
+    from runs import stages
+
+    staged = {}
+    for name, cut in (("cut", True), ("uncut", False)):
+        with monkeypatch.context() as patch:
+            if not cut:
+                patch.setattr(runs.stages, "cut_document", lambda document: None)
+            state = stages.begin(tmp_path / name, [SAMPLE, CORPUS], holder="process")
+            stages.extract_all(state)
+        with monkeypatch.context() as patch:
+            if cut:
+
+                def refused(*_: object, **__: object) -> None:
+                    raise AssertionError("the registry stage loaded or chunked a text that was cut")
+
+                patch.setattr(runs.build, "chunk_document", refused)
+                patch.setattr(DocumentStore, "load", refused)
+            stages.registry(state)
+        work = stages.RunState.load(state).work
+        staged[name] = {
+            f: pq.read_table(work / f).drop_columns(["run_id"]) if f == "rejects.parquet" else pq.read_table(work / f)
+            for f in ("registry.parquet", "chunks.parquet", "notes.parquet", "rejects.parquet")
+        }
+        stages.finish(state)
+    assert staged["cut"]["chunks.parquet"].num_rows > 1000 and staged["cut"]["notes.parquet"].num_rows > 100
+    assert any(staged["cut"]["registry.parquet"].column("amends").to_pylist())
+    assert any(staged["cut"]["registry.parquet"].column("repealed_by").to_pylist())
+    for name, table in staged["cut"].items():
+        assert table.equals(staged["uncut"][name]), name
+
+
+def test_a_document_cut_under_another_doc_id_is_cut_again_under_its_entrys() -> None:
+    """A document's cut is made under the doc_id its own requisites give; an act met in another source may be
+    filed under that source's doc_id, and then the document is loaded and cut again under it."""
+    page = corpus_file("adilet/rus/K950001000_.html")  # the Constitution
+    document = extract_file(page).document
+    assert document is not None
+    cut = cut_document(document)
+    assert cut is not None and cut.doc_id == doc_id_for(document.requisites) and len(cut.chunks) > 100
+    loaded: list[str] = []
+
+    def load(source_file: str):  # type: ignore[no-untyped-def]
+        loaded.append(source_file)
+        return document
+
+    same = _entry_cut(cut.doc_id, [document.header()], [cut], load)
+    assert loaded == [] and same.chunks == sorted(cut.chunks, key=lambda c: c["chunk_id"])
+    other = _entry_cut("k0000000001", [document.header()], [cut], load)
+    assert loaded == [str(page)]
+    expected = sorted("k0000000001" + c["chunk_id"].removeprefix(cut.doc_id) for c in cut.chunks)
+    assert [c["chunk_id"] for c in other.chunks] == expected
+    assert {c["doc_id"] for c in other.chunks} == {"k0000000001"}
 
 
 def test_small_blocks_publish_exactly_what_the_defaults_publish(
