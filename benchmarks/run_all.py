@@ -61,6 +61,7 @@ SIZES: dict[str, dict[str, list[str]]] = {
         "bench_lookup.py": ["--open-sizes", "200", "2000"],
         "bench_million.py": ["--chunks", "1500"],  # the million-chunk run's script, so it never rots
         "edit_floor.py": ["--copies", "1", "--reps", "1"],  # not in `make bench`: run at the tiny size so it never rots
+        "edit_ab.py": [str(HERE.parent), "--copies", "1", "--reps", "1"],  # the same: this checkout against itself
         "bench_semantic.py": ["--tiny"],
         "bench_cli.py": ["--runs", "1"],
         "bench_serve.py": ["--docs", "300", "--embedder", "hash", "--seconds", "2", "--rounds", "1"],

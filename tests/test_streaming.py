@@ -200,6 +200,7 @@ def test_the_bench_suite_runs_end_to_end_at_its_tiny_size() -> None:
             assert figure in summary, figure
         assert "zan 1 % of files edited" in summary
         assert "floor (sum of medians)" in done.stdout  # edit_floor.py, not in `make bench`, ran too
+        assert "A / B (medians)" in done.stdout  # edit_ab.py, this checkout against itself, ran too
     else:  # a clean clone without ../shared: the real-shaped sections say why they did not run
         for section in ("bench_fetch.py", "bench_scale.py", "bench_langchain.py"):
             assert f"{section}: skipped: no real documents under" in summary, section

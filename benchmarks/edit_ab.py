@@ -1,0 +1,91 @@
+"""One code change against another on ``bench_langchain``'s edit steps: ``zan run`` of this checkout (A) and of
+another (B: a ``git worktree`` of the commit to compare with), alternated A B A B on the same edit of the
+real-shaped corpus. Each side first publishes the unedited corpus with its own code (a home of its own: a
+changed code fingerprint would make the other side read every file again), with the offline ``hash`` vectors
+(neither side pays a model); the corpus is then edited in place, and each run starts from a copy of its side's
+home. Prints each side's seconds (min / median / max), the ratio of the medians and the stages of each side's
+last run, so a change to the edit path is judged on the step it is meant for.
+
+    git worktree add /tmp/zan-before d8d9517
+    uv run python benchmarks/edit_ab.py /tmp/zan-before [--copies 18] [--reps 3] [--edit text|files]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+import shaped  # noqa: E402
+from bench_langchain import WORKERS, edit_files, edit_text  # noqa: E402
+from common import ROOT, load, spread  # noqa: E402
+
+
+def zan_run(root: Path, corpus: Path, home: Path) -> tuple[float, dict[str, float]]:
+    """``zan run`` of the checkout at ``root`` (its own packages first on the path): wall seconds, its stages."""
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", "run", "--source", str(corpus), "--home", str(home), "--embedder", "hash",
+         "--workers", str(WORKERS), "--json"],
+        cwd=root, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(root)},
+    )  # fmt: skip
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"zan run in {root} failed: {(done.stdout + done.stderr)[-1500:]}")
+    info = json.loads(done.stdout[done.stdout.index("{") : done.stdout.rindex("}") + 1])
+    return seconds, info["seconds"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("other", type=Path, help="the checkout to compare with (B), e.g. a git worktree")
+    parser.add_argument("--copies", type=int, default=18, help="copies of the real corpus (about 1 100 chunks each)")
+    parser.add_argument("--reps", type=int, default=3, help="runs of each side, alternated")
+    parser.add_argument("--edit", choices=["text", "files"], default="text", help="bench_langchain's edit step")
+    args = parser.parse_args()
+    shaped.require_corpus()
+    if not (args.other / "cli").is_dir():
+        raise SystemExit(f"{args.other} is not a zan checkout (no cli/ folder)")
+    print(load())
+    sides = {"A (this checkout)": ROOT, f"B ({args.other})": args.other.resolve()}
+    seconds: dict[str, list[float]] = {name: [] for name in sides}
+    stages: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="zan-edit-ab-") as name:
+        tmp = Path(name)
+        corpus = tmp / "corpus"  # one path throughout: the homes know its files by path
+        shaped.write(corpus, args.copies)
+        bases = {side: tmp / f"base-{n}" for n, side in enumerate(sides)}
+        for side, root in sides.items():
+            zan_run(root, corpus, bases[side])
+        edited = (edit_text if args.edit == "text" else edit_files)(corpus)
+        what = "paragraphs" if args.edit == "text" else "pages"
+        print(f"{args.copies} copies; the {args.edit} edit changed {edited} {what}")
+        for rep in range(args.reps):
+            for side, root in sides.items():
+                home = tmp / "home"
+                shutil.rmtree(home, ignore_errors=True)
+                shutil.copytree(bases[side], home)
+                took, stages[side] = zan_run(root, corpus, home)
+                seconds[side].append(took)
+                print(f"  round {rep + 1} {side}: {took:.2f} s")
+    a, b = (statistics.median(v) for v in seconds.values())
+    for side, values in seconds.items():
+        print(f"{side:<40} {spread(values, ' s')}   stages {stages[side]}")
+    verdict = "parity (within ±3 %)" if abs(a / b - 1) <= 0.03 else ("A is faster" if a < b else "A is slower")
+    print(f"A / B (medians): {a / b:.2f}×  ({a:.2f} s against {b:.2f} s: {verdict})")
+    print(load())
+
+
+if __name__ == "__main__":
+    main()
