@@ -3,8 +3,8 @@
 ``extract`` appends each document to its shard's file as it is read (an internal format, written and read by
 the same code within one run): the document's header (:meth:`extractors.model.Document.header`, a few hundred
 bytes) as a pickle, then two length-prefixed pickles: the whole document, and what the extracting process
-already cut of it for the registry stage (``runs.build.cut_document``: its chunks, note rows, amendments;
-empty when nothing). ``registry`` first reads the headers alone, skipping the rest, to group documents into
+already cut of it for the registry stage (``runs.build.cut_document``: its chunks, note rows, amendments,
+repeal; empty when nothing). ``registry`` first reads the headers alone, skipping the rest, to group documents into
 registry entries, then loads each entry's cuts, and its documents only where it must, by offset. Memory holds
 one document's text, not the corpus's.
 """
