@@ -18,7 +18,7 @@ from enrich.registry import doc_id_for
 from extractors.discover import extract_file
 from runs.build import _entry_cut, chunk_order, cut_document
 from runs.documents import DocumentStore, DocumentWriter
-from schemas.parquet import merge_sorted
+from schemas.parquet import STREAM_ROWS, merge_sorted, parquet_stream, write_parquet_stream
 from schemas.published import published_file
 from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
 
@@ -45,6 +45,28 @@ def test_merge_of_two_sorted_streams_is_sorted_and_loses_nothing(seed: int) -> N
         + list(merge_sorted(iter(_tables(left, rng)), iter(_tables(right, rng))))
     )
     assert merged.column("chunk_id").to_pylist() == keys
+
+
+def test_a_stream_of_small_slices_is_written_in_row_groups_of_stream_rows(tmp_path: Path) -> None:
+    """A merge of rebuilt and carried chunks yields a slice per run of documents; the stream gathers them into
+    row groups of STREAM_ROWS (not one row group per slice), in order, each validated against the schema,
+    slices of two schemas included (a column's order differs)."""
+    schema = pa.schema([pa.field("chunk_id", pa.string(), nullable=False), pa.field("n", pa.int64())])
+    keys = [f"d{i:06d}" for i in range(3 * STREAM_ROWS + 5)]
+    slices = []
+    for at in range(0, len(keys), 7):
+        part = pa.table({"chunk_id": keys[at : at + 7], "n": list(range(at, at + len(keys[at : at + 7])))})
+        slices.append(part.select(["n", "chunk_id"]) if at % 2 else part)
+    assert write_parquet_stream(iter(slices), tmp_path / "t.parquet", schema, "t") == len(keys)
+    written = pq.ParquetFile(tmp_path / "t.parquet")
+    assert written.metadata.num_row_groups == 4  # three full, then the rest (was one per slice: 3 512)
+    table = written.read()
+    assert table.column("chunk_id").to_pylist() == keys and table.column("n").to_pylist() == list(range(len(keys)))
+    bad = [pa.table({"chunk_id": ["a"], "n": [1]}), pa.table({"chunk_id": [None], "n": [2]})]
+    with pytest.raises(Exception, match="chunk_id"), parquet_stream(tmp_path / "bad.parquet", schema, "t") as out:
+        for part in bad:
+            out.write(part)
+    assert not (tmp_path / "bad.parquet").exists()  # a batch that breaks the contract leaves no file
 
 
 def test_documents_in_chunk_order_give_chunk_ids_in_sorted_order() -> None:
