@@ -118,13 +118,15 @@ class Run:
     info: dict[str, Any] = field(default_factory=dict)
 
 
-def zan_run(args: list[str]) -> Run:
+def zan_run(args: list[str], root: Path = ROOT) -> Run:
     """``zan run ARGS --json`` in its own process: wall seconds, its own peak RSS (:func:`wait_with_peak`) and
-    the run's JSON."""
+    the run's JSON. ``root``: the checkout whose code runs (another one: a ``git worktree``, its packages
+    first on the path)."""
     started = time.perf_counter()
+    env = {**os.environ, "PYTHONPATH": str(root)} if root != ROOT else None
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=ROOT, stdout=out,
-                                   stderr=err)  # fmt: skip
+        process = subprocess.Popen([sys.executable, "-m", "cli", "run", *args, "--json"], cwd=root, stdout=out,
+                                   stderr=err, env=env)  # fmt: skip
         code, peak = wait_with_peak(process)
         seconds = time.perf_counter() - started
         out.seek(0)

@@ -13,14 +13,10 @@ last run, so a change to the edit path is judged on the step it is meant for.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -30,21 +26,14 @@ sys.path.insert(0, str(HERE.parent))
 import shaped  # noqa: E402
 from bench_langchain import WORKERS, edit_files, edit_text  # noqa: E402
 from common import ROOT, load, spread  # noqa: E402
+from common import zan_run as common_run  # noqa: E402
 
 
 def zan_run(root: Path, corpus: Path, home: Path) -> tuple[float, dict[str, float]]:
-    """``zan run`` of the checkout at ``root`` (its own packages first on the path): wall seconds, its stages."""
-    started = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "cli", "run", "--source", str(corpus), "--home", str(home), "--embedder", "hash",
-         "--workers", str(WORKERS), "--json"],
-        cwd=root, capture_output=True, text=True, check=False, env={**os.environ, "PYTHONPATH": str(root)},
-    )  # fmt: skip
-    seconds = time.perf_counter() - started
-    if done.returncode != 0:
-        raise RuntimeError(f"zan run in {root} failed: {(done.stdout + done.stderr)[-1500:]}")
-    info = json.loads(done.stdout[done.stdout.index("{") : done.stdout.rindex("}") + 1])
-    return seconds, info["seconds"]
+    """``zan run`` of the checkout at ``root`` (:func:`common.zan_run`): wall seconds, its stages."""
+    run = common_run(["--source", str(corpus), "--home", str(home), "--embedder", "hash", "--workers", str(WORKERS)],
+                     root=root)  # fmt: skip
+    return run.seconds, run.info["seconds"]
 
 
 def main() -> None:

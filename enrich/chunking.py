@@ -109,8 +109,8 @@ def _chunk_text(heading: str | None, piece: list[str]) -> str:
 def chunk_document(
     doc_id: str, document: Document, max_chars: int = MAX_CHARS, parse: ParseNote | None = None
 ) -> list[dict[str, Any]]:
-    """Chunk rows (``CHUNK_SCHEMA`` columns) for one document. ``parse``: how its note lines are parsed (the
-    registry stage's :class:`enrich.lineage.NoteParser`, which its lineage rows then share)."""
+    """Chunk rows (``CHUNK_SCHEMA`` columns) for one document. ``parse``: how its note lines are parsed (a
+    :class:`enrich.lineage.NoteParser`, which its lineage rows then share: ``runs.build.cut_document``)."""
     rows = []
     pending: list[str] = []  # notes of a unit with no text (an act-level «Сноска. Утратил силу …»): the next chunk's
     for unit, path in zip(document.units, unit_paths(document), strict=True):

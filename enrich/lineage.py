@@ -40,8 +40,8 @@ ParseNote = Callable[[str], tuple[list[Relation], int]]  # a note line → its r
 
 class NoteParser:
     """Parses each note line of one document once. A unit's notes give its chunks both their lineage fields
-    (:func:`chunk_lineage`) and their lineage rows (:func:`note_rows`). The registry stage makes one parser
-    for each act, so it holds one act's lines at most."""
+    (:func:`chunk_lineage`) and their lineage rows (:func:`note_rows`). The run makes one parser for each
+    document it cuts (``runs.build``), so it holds one document's lines at most."""
 
     def __init__(self) -> None:
         self._seen: dict[str, tuple[list[Relation], int]] = {}
@@ -137,10 +137,10 @@ def note_rows(
     chunks: Iterable[Mapping[str, Any]], parse: ParseNote | None = None
 ) -> tuple[list[dict[str, Any]], list[Overflow]]:
     """The lineage rows of the notes of ``chunks`` (rows with chunk_id, doc_id, language, notes, source_file),
-    one per relation each note line states, with the acting act not yet resolved. The registry stage writes
-    them as it chunks, with the ``parse`` that gave the chunks their lineage fields, so each line is parsed
-    once. :func:`lineage_batches` resolves the acting acts once the version's registry is known. Also returns
-    the notes that stated more relations than were kept."""
+    one per relation each note line states, with the acting act not yet resolved. A run makes them where it
+    chunks (``runs.build.cut_document``), with the ``parse`` that gave the chunks their lineage fields, so
+    each line is parsed once. :func:`lineage_batches` resolves the acting acts once the version's registry is
+    known. Also returns the notes that stated more relations than were kept."""
     parse = parse or NoteParser()
     rows: list[dict[str, Any]] = []
     overflows = []
