@@ -36,6 +36,7 @@ from vectors.documents import CENTROIDS, build_centroids
 from vectors.embed import Embedder
 from vectors.embedders import make_embedder
 from vectors.index import (
+    UPSERT_BATCH,
     Collection,
     LazyClient,
     WriteResult,
@@ -192,6 +193,7 @@ def stream_changes(
 
     embedded = vector_writes = metadata_writes = 0
     embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
+    gathered = _GatheredWrites(collection, step)
     for block, (table, classes) in enumerate(
         lockstep(sorted_chunks(enriched_path, batch_size=BLOCK), changes.wanted())
     ):
@@ -213,10 +215,46 @@ def stream_changes(
             known.add(fresh)
             embedded += len(fresh)
         with timed(clock, "index"):
-            delete_ids(collection, replaced)
-            vector_writes += upsert_table(collection, upserts, vectors, step, lambda: failpoint("index"))
+            gathered.add(replaced, upserts, vectors)
+            if gathered.rows >= UPSERT_BATCH:
+                vector_writes += gathered.write()
             metadata_writes += update_table(collection, updates, old, step)
+    with timed(clock, "index"):
+        vector_writes += gathered.write()
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
+
+
+class _GatheredWrites:
+    """The deletes and upserts of several blocks, sent as one Chroma call of each once they make a call's
+    worth (:data:`~vectors.index.UPSERT_BATCH` rows) or the stream ends. A small edit is spread over every
+    block of the version; each Chroma write call costs a fixed ~50 ms beside its rows (500 records replaced:
+    0.4 + 1.0 s in one call of each, 1.5 + 2.4 s in twenty), so four blocks of a 1 % text edit written apart
+    cost ~0.3 s more than together. Vectors are stored before they are gathered, and what is gathered is at
+    most a call's worth, so a run killed here loses no embedding and holds no more in memory."""
+
+    def __init__(self, collection: Collection, step: Callable[[int], None]) -> None:
+        self.collection, self.step = collection, step
+        self.replaced: list[str] = []
+        self.upserts: list[pa.Table] = []
+        self.vectors: dict[str, np.ndarray] = {}
+        self.rows = 0
+
+    def add(self, replaced: list[str], upserts: pa.Table, vectors: dict[str, np.ndarray]) -> None:
+        self.replaced += replaced
+        if upserts.num_rows:
+            self.upserts.append(upserts)
+            self.vectors.update(vectors)
+            self.rows += upserts.num_rows
+
+    def write(self) -> int:
+        """Delete what the gathered rows replace, then upsert them; returns the records written."""
+        delete_ids(self.collection, self.replaced)
+        written = 0
+        if self.upserts:
+            table = pa.concat_tables(self.upserts)
+            written = upsert_table(self.collection, table, self.vectors, self.step, lambda: failpoint("index"))
+        self.replaced, self.upserts, self.vectors, self.rows = [], [], {}, 0
+        return written
 
 
 class KnownHashes:

@@ -185,6 +185,56 @@ def test_small_blocks_publish_exactly_what_the_defaults_publish(
     assert run(None, tmp_path / "small").status == "unchanged"
 
 
+def test_an_edit_spread_over_many_blocks_is_written_in_one_chroma_call_of_each_kind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import re
+    import shutil
+
+    import runs.indexing
+    from runs.pipeline import run
+    from vectors.index import delete_ids, open_client, upsert_table
+
+    corpus = tmp_path / "corpus"
+    shutil.copytree(SAMPLE, corpus)
+    home = tmp_path / "home"
+    run([corpus], home)
+    edited = 0
+    for page in sorted(corpus.rglob("*.html")):  # a word in one long paragraph of every page: many blocks
+        text = page.read_text("utf-8")
+        new = re.sub(r"(<p[^>]*>)([^<]{80,}?)(</p>)", r"\1\2 (уточнено)\3", text, count=1)
+        edited += new != text
+        page.write_text(new, "utf-8")
+    assert edited >= 3
+    calls: dict[str, list[int]] = {"delete": [], "upsert": []}
+
+    def deleting(collection: object, ids: list[str]) -> int:
+        calls["delete"].append(len(ids))
+        return delete_ids(collection, ids)  # type: ignore[arg-type]
+
+    def upserting(collection: object, table: pa.Table, *args: object, **kwargs: object) -> int:
+        calls["upsert"].append(table.num_rows)
+        return upsert_table(collection, table, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(runs.indexing, "BLOCK", 5)
+    monkeypatch.setattr(runs.indexing, "delete_ids", deleting)
+    monkeypatch.setattr(runs.indexing, "upsert_table", upserting)
+    before = pq.read_table(published_file(home, "enriched_chunks.parquet"), columns=["chunk_id", "text"])
+    info = run(None, home)
+    published = pq.read_table(published_file(home, "enriched_chunks.parquet"), columns=["chunk_id", "text"])
+    old = dict(zip(before.column("chunk_id").to_pylist(), before.column("text").to_pylist(), strict=True))
+    ids = published.column("chunk_id").to_pylist()
+    changed = [n for n, (i, t) in enumerate(zip(ids, published.column("text").to_pylist(), strict=True))
+               if i in old and old[i] != t]  # fmt: skip
+    assert len(changed) == info.text_changed and len({n // 5 for n in changed}) >= 3  # in three blocks or more
+    # sent together: one call of each kind
+    assert calls == {"delete": [info.text_changed], "upsert": [info.text_changed + info.added]}
+    held = open_client(home / "chroma").get_collection("zan_chunks").get(include=["documents"])
+    assert dict(zip(held["ids"], held["documents"], strict=True)) == dict(
+        zip(published.column("chunk_id").to_pylist(), published.column("text").to_pylist(), strict=True)
+    )
+
+
 def test_a_scoped_run_merges_carried_documents_in_chunk_id_order(tmp_path: Path) -> None:
     from runs.pipeline import run
     from runs.state import RunOptions
