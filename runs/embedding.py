@@ -19,10 +19,12 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
@@ -149,55 +151,59 @@ def with_threads(spec: str, threads: int | None) -> str:
     return str(EmbedderSpec(parsed.kind, parsed.target, {**parsed.options, "threads": str(threads)}))
 
 
+IN_PROCESS_MODELS = frozenset({"e5", "st"})  # embedder kinds that compute on this machine's cores
+
+
 @contextlib.contextmanager
-def embedding_aside(state_path: RunState | Path | str, shards: list[str], workers: int) -> Iterator[Callable[[], bool]]:
-    """Embed every shard, one spawned process each (``zan run --workers N``), while the ``with`` body runs:
-    the index stage, which is handed the yielded ``pending`` and, block by block, waits for the vectors it
-    needs to be stored (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing
-    to Chroma holds one core and embedding mostly waits on the model or the service, so the two overlap and
-    the shorter is hidden. ``pending()`` is True while a shard is still embedding and raises the first
-    shard's error (the others are stopped); at the end the shards are awaited and the longest shard's
-    seconds recorded as ``embed`` (the index stage's waits for vectors are its ``embed_wait``). A body that
-    fails stops the shards. The processes only add vector-store parts (never the state file); what is
-    stored, and so the version, is the same as embedding first."""
+def embedding_aside(
+    state_path: RunState | Path | str, shards: list[str], workers: int, apart: bool | None = None
+) -> Iterator[Callable[[], bool]]:
+    """Embed every shard while the ``with`` body runs: the index stage, which is handed the yielded
+    ``pending`` and, block by block, waits for the vectors it needs to be stored
+    (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing to Chroma holds one
+    core and embedding mostly waits on the model or the service, so the two overlap and the shorter is hidden.
+
+    A model that computes here (:data:`IN_PROCESS_MODELS`) embeds each shard in a spawned process of its own
+    (``zan run --workers N``: one core each). Any other embedder (a service, the hash one) embeds each shard
+    in a thread of this process: a service's time is spent waiting on its answers, and the hash embedder's
+    is microseconds a text, where a spawned process costs ~0.7 s of CPU to start (its imports), more than
+    the whole embedding of a 1 % text edit. ``apart`` says which for any embedder (default: by its kind,
+    :func:`embeds_apart`).
+
+    ``pending()`` is True while a shard is still embedding and raises the first shard's error (the others are
+    stopped); at the end the shards are awaited and the longest shard's seconds recorded as ``embed`` (the
+    index stage's waits for vectors are its ``embed_wait``). A body that fails stops the shards. The shards
+    only add vector-store parts (never the state file); what is stored, and so the version, is the same as
+    embedding first."""
     state = as_state(state_path)
     indices = [n for n in (int(ref.rsplit("#", 1)[1]) for ref in shards) if _rows(shard_path(state, n))]
-    threads = threads_each(workers)
-    spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
-    children: list[tuple[int, Any, Any]] = []
-    for shard in indices:
-        receive, send = spawn.Pipe(duplex=False)
-        child = spawn.Process(
-            target=_embed_child, args=(str(state.path), shard, threads, send), daemon=True, name=f"zan-embed-{shard}"
-        )
-        child.start()
-        send.close()
-        children.append((shard, child, receive))
+    apart = embeds_apart(state.embedder_spec) if apart is None else apart
+    running: list[_Shard] = [
+        (_ShardProcess if apart else _ShardThread)(str(state.path), shard, threads_each(workers)) for shard in indices
+    ]
     done: set[int] = set()
     seconds = [0.0]  # the longest shard's own time
 
     def stop() -> None:
-        for _, child, receive in children:
-            if child.is_alive():
-                child.terminate()
-            child.join(timeout=30)
-            receive.close()
+        for shard in running:
+            shard.stop()
 
     def pending() -> bool:
-        running = False
-        for shard, child, receive in children:
-            if shard in done:
+        busy = False
+        for shard in running:
+            if shard.index in done:
                 continue
-            if not receive.poll() and child.is_alive():
-                running = True
+            result = shard.poll()
+            if result is None:
+                busy = True
                 continue
-            kind, value = outcome(receive, child, f"embedding shard {shard}")
+            kind, value = result
             if kind != "ok":
                 stop()
                 raise value
-            done.add(shard)
+            done.add(shard.index)
             seconds[0] = max(seconds[0], float(value[1]))
-        return running
+        return busy
 
     try:
         yield pending
@@ -215,6 +221,81 @@ def embedding_aside(state_path: RunState | Path | str, shards: list[str], worker
     state.update(
         info, None, StageResult("embed", state.to_embed, state.to_embed, 0, round(seconds[0], 3), "texts → vectors")
     )
+
+
+def embeds_apart(spec: str) -> bool:
+    """Whether :func:`embedding_aside` embeds with the embedder ``spec`` in processes (a model computing on
+    this machine's cores) rather than threads."""
+    return EmbedderSpec.parse(spec).kind in IN_PROCESS_MODELS
+
+
+class _Shard(Protocol):
+    """One shard embedding beside the index stage: :meth:`poll` is None while it runs, then what
+    :func:`runs.child.report` says of it (("ok", (texts, seconds)) or ("error", the exception))."""
+
+    index: int
+
+    def poll(self) -> tuple[str, Any] | None: ...
+
+    def stop(self) -> None: ...
+
+
+class _ShardProcess:
+    def __init__(self, state_path: str, index: int, threads: int) -> None:
+        self.index = index
+        spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
+        self.receive, send = spawn.Pipe(duplex=False)
+        self.child = spawn.Process(
+            target=_embed_child, args=(state_path, index, threads, send), daemon=True, name=f"zan-embed-{index}"
+        )
+        self.child.start()
+        send.close()
+
+    def poll(self) -> tuple[str, Any] | None:
+        if not self.receive.poll() and self.child.is_alive():
+            return None
+        return outcome(self.receive, self.child, f"embedding shard {self.index}")
+
+    def stop(self) -> None:
+        if self.child.is_alive():
+            self.child.terminate()
+        self.child.join(timeout=30)
+        self.receive.close()
+
+
+class _Stopped(Exception):
+    """Raised in a shard's thread at its next batch once the run stopped it."""
+
+
+class _ShardThread:
+    def __init__(self, state_path: str, index: int, threads: int) -> None:
+        self.index = index
+        self.stopped = threading.Event()
+        self.result: Future[tuple[int, float]] = Future()
+
+        def check(stage: str, done: int, total: int) -> None:
+            if self.stopped.is_set():
+                raise _Stopped(f"embedding shard {index} stopped")
+
+        def work() -> None:
+            started = time.perf_counter()
+            try:
+                texts = embed_shard(state_path, index, progress=check)
+                self.result.set_result((texts, time.perf_counter() - started))
+            except BaseException as exc:  # handed to the run, which fails with it
+                self.result.set_exception(exc)
+
+        # a daemon thread: a run that fails does not wait, at exit, for a shard it stopped
+        threading.Thread(target=work, name=f"zan-embed-{index}", daemon=True).start()
+
+    def poll(self) -> tuple[str, Any] | None:
+        if not self.result.done():
+            return None
+        error = self.result.exception()
+        return ("error", error) if error is not None else ("ok", self.result.result())
+
+    def stop(self) -> None:
+        self.stopped.set()
 
 
 def _rows(shard: Path) -> int:

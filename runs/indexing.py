@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +57,7 @@ def index(
     embedder: Embedder | None = None,
     progress: Progress | None = None,
     pending: Callable[[], bool] | None = None,
+    checked: Future[str | None] | None = None,
 ) -> StageResult:
     """Diff against the index, check the shrink gate, embed what is new, write what changed.
 
@@ -63,7 +65,8 @@ def index(
     run's change set as it comes, and texts, metadata and vectors are read from the staged parquet in blocks
     of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus. ``pending``:
     the embed stage runs beside this one (:func:`runs.embedding.embedding_aside`); each block waits for its
-    vectors while that returns True (:func:`await_vectors`)."""
+    vectors while that returns True (:func:`await_vectors`). ``checked``: the embedded index's check, begun
+    earlier in this process (:func:`vectors.repair.check_aside`)."""
     state = as_state(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
@@ -74,7 +77,8 @@ def index(
     client = LazyClient(home, state.chroma_url)
     if not state.chroma_url and not options.dry_run:
         with timed(info, "repair"):
-            repaired = ensure_healthy(home, embedder, previous.folder / "enriched_chunks.parquet" if previous else None)
+            published = previous.folder / "enriched_chunks.parquet" if previous else None
+            repaired = ensure_healthy(home, embedder, published, checked)
         if repaired:
             info.repairs.append(repaired)
     with timed(info, "diff"):

@@ -4,6 +4,7 @@ vectors the shards store, a shard's failure fails the run with its own error, an
 from __future__ import annotations
 
 import multiprocessing
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -57,37 +58,52 @@ def _planned(tmp_path: Path) -> tuple[Path, list[str]]:
     return state, plan_embedding(state, 2)
 
 
-def _embedding_children() -> list[multiprocessing.process.BaseProcess]:
-    return [p for p in multiprocessing.active_children() if p.name.startswith("zan-embed-")]
+def _embedding_shards(apart: bool) -> list[Any]:
+    """The shards still embedding: spawned processes, or threads of this process."""
+    if apart:
+        return [p for p in multiprocessing.active_children() if p.name.startswith("zan-embed-")]
+    threads = [t for t in threading.enumerate() if t.name.startswith("zan-embed-")]
+    for thread in threads:  # a stopped thread ends at its next batch
+        thread.join(timeout=10)
+    return [t for t in threads if t.is_alive()]
 
 
-def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shards(tmp_path: Path) -> None:
+@pytest.mark.parametrize("apart", [True, False], ids=["processes", "threads"])
+def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shards(tmp_path: Path, apart: bool) -> None:
     state, shards = _planned(tmp_path)
     run = stages.RunState.load(state)
     broken = shard_path(run, 1)
     good = broken.read_bytes()
     broken.write_bytes(b"PAR1 not a parquet file")
-    with pytest.raises(Exception, match="(?i)parquet"), embedding_aside(state, shards, 2) as pending:
+    with pytest.raises(Exception, match="(?i)parquet"), embedding_aside(state, shards, 2, apart) as pending:
         while pending():
             time.sleep(0.01)
-    assert not _embedding_children()
+    assert not _embedding_shards(apart)
     broken.write_bytes(good)
-    with pytest.raises(KeyError, match="the body"), embedding_aside(state, shards, 2):
+    with pytest.raises(KeyError, match="the body"), embedding_aside(state, shards, 2, apart):
         raise KeyError("the body")
-    assert not _embedding_children()
-    with embedding_aside(state, shards, 2) as pending:
-        pass  # the body ends at once: the shards are awaited on the way out
+    assert not _embedding_shards(apart)
+    with embedding_aside(state, shards, 2, apart) as pending:
+        if not apart:  # threads of this process, named by their shard
+            assert {t.name for t in threading.enumerate()} >= {"zan-embed-0", "zan-embed-1"}
     assert not pending() and stages.RunState.load(state).run_info().seconds["embed"] > 0
     stored = VectorStore(tmp_path / "home", run.embedder_id).hashes().to_pylist()
     parts = [p.name for p in (tmp_path / "home" / "vectors").rglob("part-*.keys.npy")]
     assert any("-s0-" in p for p in parts) and any("-s1-" in p for p in parts), parts
     assert len(stored) == run.to_embed > 0
-    # planned again, every text is stored: no shard has a text, so no process is started
+    # planned again, every text is stored: no shard has a text, so no process or thread is started
     again = plan_embedding(state, 2)
     assert stages.RunState.load(state).to_embed == 0
-    with embedding_aside(state, again, 2) as pending:
-        assert not _embedding_children() and not pending()
+    with embedding_aside(state, again, 2, apart) as pending:
+        assert not _embedding_shards(apart) and not pending()
     stages.finish(state)
+
+
+def test_models_that_compute_here_embed_in_processes_and_the_others_in_threads() -> None:
+    from runs.embedding import embeds_apart
+
+    assert embeds_apart("e5") and embeds_apart("st:/models/LaBSE")
+    assert not embeds_apart("hash") and not embeds_apart("openai:http://127.0.0.1:8080/v1?model=e5")
 
 
 class _Unpicklable(Exception):

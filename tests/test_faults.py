@@ -145,6 +145,20 @@ def test_a_damaged_chroma_folder_is_answered_around_and_rebuilt_without_embeddin
     _lookups_answer(home)
 
 
+def test_damage_found_by_the_check_begun_while_files_are_extracted_is_repaired_the_same(tmp_path: Path) -> None:
+    """``--workers 2`` with files to extract: the index is checked in a thread meanwhile
+    (:func:`vectors.repair.check_aside`), and the index stage acts on what it found."""
+    src, home = tmp_path / "src", tmp_path / "home"
+    shutil.copytree(SAMPLE, src)
+    run([src], home)
+    _work_to_do(src)
+    (home / "chroma" / "chroma.sqlite3").write_bytes(b"\0" * 4096)
+    again = run(None, home, workers=2)
+    assert again.repairs and "rebuilt from the published version" in again.repairs[0]
+    assert again.status == "published" and again.text_changed > 0
+    assert list(home.glob("chroma.damaged-*")) and _index_ids(home) == _published(home)
+
+
 @pytest.mark.server
 @pytest.mark.slow
 def test_a_chroma_server_killed_mid_write_then_restarted(tmp_path: Path) -> None:
@@ -295,8 +309,9 @@ def test_the_index_holds_no_stored_hash_and_an_older_one_is_ignored(tmp_path: Pa
     assert _index_ids(home) == _published(home)
 
 
+@pytest.mark.parametrize("workers", [1, 2], ids=["checked-in-the-index-stage", "checked-while-extracting"])
 def test_an_index_that_cannot_be_read_now_is_a_transient_error_never_a_rebuild(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
     """A full disk while the run checks the embedded index (an OSError, not a damaged database): the run fails
     as transient, the index is neither moved aside nor rebuilt, the version stays, and the retry publishes."""
@@ -311,7 +326,7 @@ def test_an_index_that_cannot_be_read_now_is_a_transient_error_never_a_rebuild(
     monkeypatch.setenv("ZAN_FAILPOINT", "index_check")
     monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
     with pytest.raises(IndexBusy, match="not damage") as caught:
-        run(None, home)
+        run(None, home, workers=workers)
     assert caught.value.transient
     monkeypatch.delenv("ZAN_FAILPOINT")
     assert not list(home.glob("chroma.damaged-*")) and current_version(home) == "v000001"
