@@ -163,12 +163,8 @@ def embedding_aside(
     (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing to Chroma holds one
     core and embedding mostly waits on the model or the service, so the two overlap and the shorter is hidden.
 
-    A model that computes here (:data:`IN_PROCESS_MODELS`) embeds each shard in a spawned process of its own
-    (``zan run --workers N``: one core each). Any other embedder (a service, the hash one) embeds each shard
-    in a thread of this process: a service's time is spent waiting on its answers, and the hash embedder's
-    is microseconds a text, where a spawned process costs ~0.7 s of CPU to start (its imports), more than
-    the whole embedding of a 1 % text edit. ``apart`` says which for any embedder (default: by its kind,
-    :func:`embeds_apart`).
+    Each shard embeds in a spawned process of its own (``zan run --workers N``: one core each) or in a thread
+    of this process, as :func:`embeds_apart` decides (``apart`` overrides it).
 
     ``pending()`` is True while a shard is still embedding and raises the first shard's error (the others are
     stopped); at the end the shards are awaited and the longest shard's seconds recorded as ``embed`` (the
@@ -177,7 +173,7 @@ def embedding_aside(
     embedding first."""
     state = as_state(state_path)
     indices = [n for n in (int(ref.rsplit("#", 1)[1]) for ref in shards) if _rows(shard_path(state, n))]
-    apart = embeds_apart(state.embedder_spec) if apart is None else apart
+    apart = embeds_apart(state.embedder_spec, state.to_embed) if apart is None else apart
     running: list[_Shard] = [
         (_ShardProcess if apart else _ShardThread)(str(state.path), shard, threads_each(workers)) for shard in indices
     ]
@@ -223,10 +219,18 @@ def embedding_aside(
     )
 
 
-def embeds_apart(spec: str) -> bool:
-    """Whether :func:`embedding_aside` embeds with the embedder ``spec`` in processes (a model computing on
-    this machine's cores) rather than threads."""
-    return EmbedderSpec.parse(spec).kind in IN_PROCESS_MODELS
+def embeds_apart(spec: str, texts: int) -> bool:
+    """Whether :func:`embedding_aside` embeds ``texts`` with the embedder ``spec`` in spawned processes rather
+    than threads of this process. A model that computes here (:data:`IN_PROCESS_MODELS`) always does: it
+    needs cores of its own. Any other embedder (a service, the hash one) does from :data:`SPAWN_FROM` texts:
+    a spawned process costs ~0.7 s of CPU to start (its imports), more than the hash embedder's or a warm
+    service's whole work on a 1 % text edit (477 texts: the run 0.92x in threads), while a thread of the
+    index stage's process competes with its writes for the interpreter (a full build of 20 000 texts
+    embedded in threads: 1.08x)."""
+    return EmbedderSpec.parse(spec).kind in IN_PROCESS_MODELS or texts >= SPAWN_FROM
+
+
+SPAWN_FROM = 2_000  # texts to embed from which a service's or the hash embedder's shards run in processes
 
 
 class _Shard(Protocol):

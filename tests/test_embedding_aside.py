@@ -99,11 +99,13 @@ def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shard
     stages.finish(state)
 
 
-def test_models_that_compute_here_embed_in_processes_and_the_others_in_threads() -> None:
-    from runs.embedding import embeds_apart
+def test_models_that_compute_here_embed_in_processes_and_the_others_in_threads_until_the_work_is_large() -> None:
+    from runs.embedding import SPAWN_FROM, embeds_apart
 
-    assert embeds_apart("e5") and embeds_apart("st:/models/LaBSE")
-    assert not embeds_apart("hash") and not embeds_apart("openai:http://127.0.0.1:8080/v1?model=e5")
+    service = "openai:http://127.0.0.1:8080/v1?model=e5"
+    assert embeds_apart("e5", 10) and embeds_apart("st:/models/LaBSE", 10)
+    assert not embeds_apart("hash", SPAWN_FROM - 1) and not embeds_apart(service, SPAWN_FROM - 1)
+    assert embeds_apart("hash", SPAWN_FROM) and embeds_apart(service, 20_000)
 
 
 class _Unpicklable(Exception):
