@@ -30,11 +30,12 @@ import heapq
 import json
 import re
 import shutil
+import zlib
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -159,28 +160,34 @@ def _section(path: str | None) -> str | None:
 def build_bridge(enriched: Path, out: Path, previous: Path | None = None) -> int:
     """Write the version's term table to ``out`` (JSON); returns the number of aligned pairs it was learned from.
 
-    ``previous`` (the last version's table): when at most :data:`CARRY_SHARE` of the units that table was
-    learned from changed or left the draw since, it is kept as it is, with the digests of what it was learned
-    from (:data:`BRIDGE_UNITS`), instead of learned again: the model is a statistic of thousands of units, a
-    changed act moves it by a few of them, and learning it is most of an incremental run's word indexes. The
-    share is counted against what the table was *learned* from, not against the last version, so carried
-    tables never drift further than that; past it, the table is learned again."""
+    ``previous`` (the last version's table): when at most :data:`CARRY_SHARE` of the word links it was learned
+    from changed since, it is kept as it is, with what it was learned from (:data:`BRIDGE_UNITS`, the digest
+    of each unit's texts; :data:`BRIDGE_TERMS`, each unit's terms), instead of learned again: the model is a
+    statistic of a corpus's links (:func:`_translation`), and learning it is most of an incremental run's word
+    indexes. A link is a (Kazakh term, Russian term) pair of one unit: a unit that changed moves as many
+    links as its term sets changed (a word added to one пункт of an article, a few in a hundred; an article
+    rewritten, all of them; a unit drawn anew or no longer drawn, all of its links). The share is counted
+    against what the table was *learned* from, not against the last version, so carried tables never drift
+    further than that; past it, the table is learned again."""
     units = drawn_units(enriched)
     digests = {"\0".join(key): _digest(by_language) for key, by_language in units.items() if len(by_language) > 1}
-    carried = _carried(previous, digests) if previous is not None else None
+    carried = _carried(previous, digests, units) if previous is not None else None
     if carried is not None:
         assert previous is not None
         shutil.copyfile(previous, out)
+        shutil.copyfile(previous.with_name(BRIDGE_TERMS), out.with_name(BRIDGE_TERMS))
         out.with_name(BRIDGE_UNITS).write_text(json.dumps(carried, sort_keys=True), "utf-8")
         return int(carried["pairs"])
     pairs = _learn(unit_pairs(units), out)
-    learned = {"trained": digests, "pairs": pairs, "carried": 0, "changed": 0}
+    links = _save_terms(out.with_name(BRIDGE_TERMS), {key: _unit_terms(_unit(units, key)) for key in digests})
+    learned = {"trained": digests, "pairs": pairs, "links": links, "carried": 0, "changed": 0, "moved": 0}
     out.with_name(BRIDGE_UNITS).write_text(json.dumps(learned, sort_keys=True), "utf-8")
     return pairs
 
 
 BRIDGE_UNITS = "bridge.units.json"  # beside the table: a digest of each unit it was learned from
-CARRY_SHARE = 0.02
+BRIDGE_TERMS = "bridge.terms.npz"  # beside the table: each unit's terms it was learned from, as 32-bit hashes
+CARRY_SHARE = 0.02  # of the links the table was learned from
 
 
 def _digest(by_language: dict[str, list[str]]) -> str:
@@ -188,19 +195,86 @@ def _digest(by_language: dict[str, list[str]]) -> str:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=8).hexdigest()
 
 
-def _carried(previous: Path, digests: dict[str, str]) -> dict[str, Any] | None:
-    """What :data:`BRIDGE_UNITS` says when ``previous`` is kept for units now digesting to ``digests``; None
-    when it must be learned again (too much changed, or no digests: a table from before they were kept)."""
-    units = previous.with_name(BRIDGE_UNITS)
-    if not previous.exists() or not units.exists():
+UnitTerms = tuple[np.ndarray, np.ndarray]  # a unit's Kazakh and Russian terms: sorted unique uint32 hashes
+
+
+def _unit_terms(by_language: dict[str, list[str]]) -> UnitTerms:
+    """A unit's term sets, as the table's model analyses its texts (:func:`_analysed`), hashed."""
+    kaz, rus = ("\n".join(by_language.get(language, ())) for language in LANGUAGES)
+    return _hashed(_analysed(kaz, "kaz")), _hashed(_analysed(rus, "rus"))
+
+
+def _hashed(terms: set[str]) -> np.ndarray:
+    return np.unique(np.fromiter((zlib.crc32(t.encode("utf-8")) for t in terms), np.uint32, len(terms)))
+
+
+def _links(terms: UnitTerms) -> int:
+    return len(terms[0]) * len(terms[1])
+
+
+def _moved(before: UnitTerms, after: UnitTerms) -> int:
+    """Links one unit gained or lost: those of its term sets before and after that are not in both."""
+    same = len(np.intersect1d(before[0], after[0], assume_unique=True))
+    same *= len(np.intersect1d(before[1], after[1], assume_unique=True))
+    return _links(before) + _links(after) - 2 * same
+
+
+def _save_terms(path: Path, terms: dict[str, UnitTerms]) -> int:
+    """Write each unit's term sets to ``path`` (npz: unit keys, then each language's offsets and hashes);
+    returns the links they make."""
+    keys = list(terms)
+    arrays: dict[str, np.ndarray] = {"keys": np.array(keys, dtype=str)}
+    for n, language in enumerate(LANGUAGES):
+        sets = [terms[key][n] for key in keys]
+        arrays[f"{language}_at"] = np.cumsum([0, *map(len, sets)], dtype=np.int64)
+        arrays[language] = np.concatenate(sets) if sets else np.zeros(0, np.uint32)
+    with path.open("wb") as handle:
+        np.savez(handle, **cast(dict[str, Any], arrays))
+    return sum(_links(t) for t in terms.values())
+
+
+def _load_terms(path: Path, wanted: Iterable[str]) -> dict[str, UnitTerms]:
+    """The term sets :func:`_save_terms` wrote of the units ``wanted`` (those it has)."""
+    with np.load(path) as held:
+        position = {str(key): n for n, key in enumerate(held["keys"].tolist())}
+        at = {language: (held[f"{language}_at"], held[language]) for language in LANGUAGES}
+    out: dict[str, UnitTerms] = {}
+    for key in wanted:
+        n = position.get(key)
+        if n is not None:
+            kaz, rus = (values[starts[n] : starts[n + 1]] for starts, values in (at[lang] for lang in LANGUAGES))
+            out[key] = (kaz, rus)
+    return out
+
+
+def _unit(units: Units, key: str) -> dict[str, list[str]]:
+    doc, label = key.split("\0", 1)
+    return units[(doc, label)]
+
+
+def _carried(previous: Path, digests: dict[str, str], units: Units) -> dict[str, Any] | None:
+    """What :data:`BRIDGE_UNITS` says when ``previous`` is kept for ``units`` (digesting to ``digests``); None
+    when it must be learned again (too many links moved, or a table from before its terms were kept)."""
+    kept_units, kept_terms = previous.with_name(BRIDGE_UNITS), previous.with_name(BRIDGE_TERMS)
+    if not previous.exists() or not kept_units.exists() or not kept_terms.exists():
         return None
-    kept = json.loads(units.read_text("utf-8"))
+    kept = json.loads(kept_units.read_text("utf-8"))
     trained: dict[str, str] = kept.get("trained") or {}
-    changed = sum(trained.get(key) != digest for key, digest in digests.items())
-    changed += sum(key not in digests for key in trained)
-    if not trained or changed > CARRY_SHARE * len(trained):
+    links = int(kept.get("links") or 0)
+    if not trained or not links:
         return None
-    return {**kept, "carried": int(kept.get("carried", 0)) + 1, "changed": changed}
+    changed = [key for key, digest in digests.items() if trained.get(key) != digest]
+    gone = [key for key in trained if key not in digests]
+    before = _load_terms(kept_terms, [*changed, *gone])
+    moved = sum(_links(before[key]) for key in gone if key in before)
+    for key in changed:
+        after = _unit_terms(_unit(units, key))
+        moved += _moved(before[key], after) if key in before else _links(after)
+        if moved > CARRY_SHARE * links:
+            return None
+    if moved > CARRY_SHARE * links:
+        return None
+    return {**kept, "carried": int(kept.get("carried", 0)) + 1, "changed": len(changed) + len(gone), "moved": moved}
 
 
 def _learn(pairs: Iterable[tuple[str, str]], out: Path) -> int:
