@@ -35,22 +35,31 @@ NOTE_COLUMNS = ("chunk_id", "doc_id", "language", "notes", "source_file")  # wha
 _TYPE_NAMES = {"law": "Закон", "code": "Кодекс", "decree": "Указ", "resolution": "Постановление", "order": "Приказ"}
 
 
-ParseNote = Callable[[str], tuple[list[Relation], int]]  # a note line → its relations, and how many it states
+ParsedNote = tuple[list[Relation], int]  # a note line's relations, and how many it states
+ParseNote = Callable[[str], ParsedNote]
 
 
 class NoteParser:
     """Parses each note line of one document once. A unit's notes give its chunks both their lineage fields
     (:func:`chunk_lineage`) and their lineage rows (:func:`note_rows`). The run makes one parser for each
-    document it cuts (``runs.build``), so it holds one document's lines at most."""
+    document it cuts (``runs.build``), so it holds one document's lines at most. ``known``: what lines parsed
+    to before (the last version's, :mod:`runs.notecache`), taken as they are: a line's relations depend on
+    the line and the parsing code alone."""
 
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[list[Relation], int]] = {}
+    def __init__(self, known: Mapping[str, ParsedNote] | None = None) -> None:
+        self._seen: dict[str, ParsedNote] = {}
+        self._known = known or {}
 
-    def __call__(self, line: str) -> tuple[list[Relation], int]:
+    def __call__(self, line: str) -> ParsedNote:
         found = self._seen.get(line)
         if found is None:
-            found = self._seen[line] = parse_note_counted(line)
+            found = self._known.get(line)
+            self._seen[line] = found = found if found is not None else parse_note_counted(line)
         return found
+
+    def lines(self) -> dict[str, ParsedNote]:
+        """Every line this parser was asked for, and what it parsed to."""
+        return self._seen
 
 
 def note_relations(notes: Iterable[str], parse: ParseNote | None = None) -> list[Relation]:

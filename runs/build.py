@@ -109,14 +109,14 @@ def _cut(doc_id: str, document: Document, parse: NoteParser) -> Cut:
     return Cut(doc_id, chunks, notes, overflows, amends_of([document]), repeal)
 
 
-def cut_document(document: Document) -> Cut | None:
+def cut_document(document: Document, parse: NoteParser | None = None) -> Cut | None:
     """The document's :class:`Cut` under the doc_id its own requisites give, made where it was extracted
     (``DocumentWriter(handle, cut_document)``): each extracting process cuts its own files, and the registry
     stage, one process, only groups, sorts and writes them, from the documents' headers. None when the
     document has no identity of its own or cutting it fails: the registry stage cuts it again and rejects it,
-    with the reason, if that fails."""
+    with the reason, if that fails. ``parse``: the document's note parser (a fresh one by default)."""
     try:
-        return _cut(doc_id_for(document.requisites), document, NoteParser())
+        return _cut(doc_id_for(document.requisites), document, parse or NoteParser())
     except Exception:  # noqa: BLE001 - cut again at the registry stage, which rejects the document with the reason
         return None
 

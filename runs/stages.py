@@ -36,12 +36,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from enrich.history_file import HISTORY
+from extractors.model import Document
 from runs import lease
 from runs.act_history import build_history, disagreements
 from runs.begin import begin as begin
 from runs.begin import begin_rollback as begin_rollback
 from runs.begin import record_failure
 from runs.build import (
+    Cut,
     Rebuilt,
     cut_document,
     enrich_version,
@@ -61,6 +63,8 @@ from runs.indexing import validate as validate
 from runs.lease import Busy as Busy
 from runs.lexical import lexical_aside as lexical_aside
 from runs.lexical import lexical_jobs
+from runs.notecache import NOTE_CACHE, NoteMemory
+from runs.notecache import merge as merge_notes
 from runs.report import build_report, write_report
 from runs.scope import Prepared, Scope, carry_rejects
 from runs.state import Progress, Published, RunInfo, RunStatus, Stage, StageResult, as_state, timed
@@ -97,8 +101,18 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
     failpoint("extract")
     files = [Path(f) for f in state.shards[index]]
     started = time.perf_counter()
+    cache = versions_dir(Path(state.home)) / state.previous / NOTE_CACHE if state.previous else None
+    memory = NoteMemory(cache, state.shards[index])
+
+    def cut(document: Document) -> Cut | None:
+        parse = memory.parser(document)
+        made = cut_document(document, parse)
+        memory.remember(document, parse)
+        return made
+
     with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
-        rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut_document), progress)
+        rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut), progress)
+    memory.write(state.work / f"shard-{index:04d}.notes.parquet")
     seconds = time.perf_counter() - started
     write_parquet_atomic(
         reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"
@@ -223,6 +237,13 @@ def enrich(state_path: RunState | Path | str, lexical: bool = True) -> StageResu
             staging.mkdir(parents=True, exist_ok=True)
             for name in VERSION_TABLES:
                 os.replace(out / name, staging / name)
+            merge_notes(
+                previous.folder / NOTE_CACHE if previous else None,
+                sorted(state.work.glob("shard-*.notes.parquet")),
+                {f for shard in state.shards for f in shard},
+                set(state.file_keys),
+                staging / NOTE_CACHE,
+            )
     fresh = sum(1 for r in built.rejects if r.stage in ("enrich", "lineage"))
     done = StageResult(
         "enrich",

@@ -108,7 +108,7 @@ def test_the_registry_stage_builds_from_the_cuts_made_at_extraction_and_reads_no
     for name, cut in (("cut", True), ("uncut", False)):
         with monkeypatch.context() as patch:
             if not cut:
-                patch.setattr(runs.stages, "cut_document", lambda document: None)
+                patch.setattr(runs.stages, "cut_document", lambda document, parse=None: None)
             state = stages.begin(tmp_path / name, [SAMPLE, CORPUS], holder="process")
             stages.extract_all(state)
         with monkeypatch.context() as patch:
