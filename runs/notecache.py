@@ -13,8 +13,9 @@ code is not read; a missing or unreadable one only means every line is parsed, a
 
 from __future__ import annotations
 
+import contextlib
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -67,40 +68,80 @@ def _rows(reader: pq.ParquetFile, files: pa.Array | None) -> Iterator[pa.Table]:
 
 class NoteMemory:
     """The note lines of the files one extracting process reads: what the last version parsed of them, looked
-    up first, and what their documents hold now, written for the next version (:meth:`write`)."""
+    up first, and what their documents hold now, streamed to ``out`` for the next version (:func:`merge`).
+    A context: ``out`` is whole when the block ends without error, absent otherwise.
 
-    def __init__(self, cache: Path | None, files: Iterable[str]) -> None:
-        self.known: dict[str, dict[str, ParsedNote]] = {}
-        self.held: dict[str, dict[str, ParsedNote]] = {}
-        reader = _readable(cache)
+    Memory: what is looked up is the cache's entries of this shard's files, kept as pickled bytes (unpickled
+    at a hit); a shard of more than :data:`MAX_FILES` files (a full read, where the cache could help only a
+    run of the same code) does not read it. What is written goes out :data:`ROWS` lines at a time."""
+
+    def __init__(self, cache: Path | None, files: list[str], out: Path) -> None:
+        self.known: dict[str, dict[str, bytes]] = {}
+        self.out = out
+        self._rows: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
+        self._stack = contextlib.ExitStack()
+        reader = _readable(cache) if len(files) <= MAX_FILES else None
         if reader is None:
             return
         try:
             for table in _rows(reader, pa.array(sorted(set(files)), pa.string())):
                 for file, line, parsed in zip(*(table.column(c).to_pylist() for c in SCHEMA.names), strict=True):
-                    self.known.setdefault(file, {})[line] = pickle.loads(parsed)
-        except (OSError, pa.ArrowException, pickle.UnpicklingError, EOFError):
+                    self.known.setdefault(file, {})[line] = parsed
+        except (OSError, pa.ArrowException):
             self.known = {}  # a damaged cache is no cache: every line is parsed
+
+    def __enter__(self) -> NoteMemory:
+        handle = self._stack.enter_context(atomic_writer(self.out))
+        self._writer = self._stack.enter_context(pq.ParquetWriter(handle, _schema(), compression="zstd"))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self._flush()
+        self._stack.__exit__(*exc)  # type: ignore[arg-type]
 
     def parser(self, document: Document) -> NoteParser:
         """A parser for ``document``'s notes that knows what its file's lines parsed to last time."""
-        return NoteParser(self.known.get(document.source_file or ""))
+        return NoteParser(_Unpickled(self.known.pop(document.source_file or "", {})))
 
     def remember(self, document: Document, parser: NoteParser) -> None:
         """What ``document``'s notes parsed to (its parser's lines), for the next version."""
-        if document.source_file:
-            self.held.setdefault(document.source_file, {}).update(parser.lines())
+        if not document.source_file:
+            return
+        for line, parsed in parser.lines().items():
+            self._rows["source_file"].append(document.source_file)
+            self._rows["line"].append(line)
+            self._rows["parsed"].append(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
+        if len(self._rows["line"]) >= ROWS:
+            self._flush()
 
-    def write(self, path: Path) -> None:
-        """This process's files' lines to ``path`` (a cache file of its own, merged by :func:`merge`)."""
-        rows: dict[str, list[Any]] = {name: [] for name in SCHEMA.names}
-        for file, lines in self.held.items():
-            for line, parsed in lines.items():
-                rows["source_file"].append(file)
-                rows["line"].append(line)
-                rows["parsed"].append(pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
-        with atomic_writer(path) as handle:
-            pq.write_table(pa.table(rows, schema=_schema()), handle, compression="zstd")
+    def _flush(self) -> None:
+        if self._rows["line"]:
+            self._writer.write_table(pa.table(self._rows, schema=_schema()))
+            self._rows = {name: [] for name in SCHEMA.names}
+
+
+MAX_FILES = 2_000  # a shard reading more files than this does not look its lines up
+
+
+class _Unpickled(Mapping[str, ParsedNote]):
+    """A file's cached lines, unpickled as they are looked up (a miss costs nothing)."""
+
+    def __init__(self, held: dict[str, bytes]) -> None:
+        self.held = held
+
+    def __getitem__(self, line: str) -> ParsedNote:
+        try:
+            found: ParsedNote = pickle.loads(self.held[line])
+        except (pickle.UnpicklingError, EOFError, AttributeError, ValueError) as exc:
+            raise KeyError(line) from exc  # a damaged entry is a miss: the line is parsed
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.held)
+
+    def __len__(self) -> int:
+        return len(self.held)
 
 
 def merge(previous: Path | None, fresh: list[Path], read: set[str], live: set[str], out: Path) -> None:

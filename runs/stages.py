@@ -102,7 +102,6 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
     files = [Path(f) for f in state.shards[index]]
     started = time.perf_counter()
     cache = versions_dir(Path(state.home)) / state.previous / NOTE_CACHE if state.previous else None
-    memory = NoteMemory(cache, state.shards[index])
 
     def cut(document: Document) -> Cut | None:
         parse = memory.parser(document)
@@ -110,9 +109,11 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
         memory.remember(document, parse)
         return made
 
-    with atomic_writer(state.work / f"shard-{index:04d}.docs") as handle:
+    with (
+        NoteMemory(cache, state.shards[index], state.work / f"shard-{index:04d}.notes.parquet") as memory,
+        atomic_writer(state.work / f"shard-{index:04d}.docs") as handle,
+    ):
         rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut), progress)
-    memory.write(state.work / f"shard-{index:04d}.notes.parquet")
     seconds = time.perf_counter() - started
     write_parquet_atomic(
         reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"

@@ -113,3 +113,26 @@ def test_a_damaged_cache_is_no_cache(tmp_path: Path, monkeypatch: pytest.MonkeyP
     info = run(None, home)
     assert info.status == "published" and len(set(parsed)) >= 100
     assert _cached(home)[str(src / CODE)] >= 100  # and the new version has a good one again
+
+
+def test_memory_is_bounded_a_large_shard_reads_no_cache_and_lines_go_out_in_row_groups(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import runs.notecache
+
+    src, home = _sources(tmp_path), tmp_path / "home"
+    monkeypatch.setattr(runs.notecache, "ROWS", 50)
+    run([src], home)
+    folder = published_dir(home)
+    assert folder is not None
+    written = pq.ParquetFile(folder / NOTE_CACHE)
+    assert written.metadata.num_rows == sum(_cached(home).values()) and written.metadata.num_row_groups >= 3
+    _edit(src / CODE, "(уточнено)")
+    _edit(src / LAW, "(уточнено)")
+    monkeypatch.setattr(runs.notecache, "MAX_FILES", 1)  # the next run's one shard reads both files: more than 1
+    parsed = _counting(monkeypatch)
+    run(None, home)
+    folder = published_dir(home)
+    assert folder is not None
+    lines = set(pq.read_table(folder / NOTE_CACHE, columns=["line"]).column(0).to_pylist())
+    assert len(lines) >= 200 and lines <= set(parsed)  # every line of both files parsed again
