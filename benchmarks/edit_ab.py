@@ -4,10 +4,11 @@ real-shaped corpus. Each side first publishes the unedited corpus with its own c
 changed code fingerprint would make the other side read every file again), with the offline ``hash`` vectors
 (neither side pays a model); the corpus is then edited in place, and each run starts from a copy of its side's
 home. Prints each side's seconds (min / median / max), the ratio of the medians and the stages of each side's
-last run, so a change to the edit path is judged on the step it is meant for.
+last run, so a change to the edit path is judged on the step it is meant for. ``--edit build``: the full build
+instead, each run from an empty home (a change to the edit path must not slow it).
 
     git worktree add /tmp/zan-before d8d9517
-    uv run python benchmarks/edit_ab.py /tmp/zan-before [--copies 18] [--reps 3] [--edit text|files]
+    uv run python benchmarks/edit_ab.py /tmp/zan-before [--copies 18] [--reps 3] [--edit text|files|build]
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ def main() -> None:
     parser.add_argument("other", type=Path, help="the checkout to compare with (B), e.g. a git worktree")
     parser.add_argument("--copies", type=int, default=18, help="copies of the real corpus (about 1 100 chunks each)")
     parser.add_argument("--reps", type=int, default=3, help="runs of each side, alternated")
-    parser.add_argument("--edit", choices=["text", "files"], default="text", help="bench_langchain's edit step")
+    parser.add_argument("--edit", choices=["text", "files", "build"], default="text",
+                        help="bench_langchain's edit step, or build: the full build from an empty home")  # fmt: skip
     args = parser.parse_args()
     shaped.require_corpus()
     if not (args.other / "cli").is_dir():
@@ -55,16 +57,20 @@ def main() -> None:
         corpus = tmp / "corpus"  # one path throughout: the homes know its files by path
         shaped.write(corpus, args.copies)
         bases = {side: tmp / f"base-{n}" for n, side in enumerate(sides)}
-        for side, root in sides.items():
-            zan_run(root, corpus, bases[side])
-        edited = (edit_text if args.edit == "text" else edit_files)(corpus)
-        what = "paragraphs" if args.edit == "text" else "pages"
-        print(f"{args.copies} copies; the {args.edit} edit changed {edited} {what}")
+        if args.edit == "build":
+            print(f"{args.copies} copies; each run builds them from an empty home")
+        else:
+            for side, root in sides.items():
+                zan_run(root, corpus, bases[side])
+            edited = (edit_text if args.edit == "text" else edit_files)(corpus)
+            what = "paragraphs" if args.edit == "text" else "pages"
+            print(f"{args.copies} copies; the {args.edit} edit changed {edited} {what}")
         for rep in range(args.reps):
             for side, root in sides.items():
                 home = tmp / "home"
                 shutil.rmtree(home, ignore_errors=True)
-                shutil.copytree(bases[side], home)
+                if args.edit != "build":
+                    shutil.copytree(bases[side], home)
                 took, stages[side] = zan_run(root, corpus, home)
                 seconds[side].append(took)
                 print(f"  round {rep + 1} {side}: {took:.2f} s")
