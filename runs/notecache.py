@@ -145,9 +145,10 @@ class _Unpickled(Mapping[str, ParsedNote]):
 
 
 def merge(previous: Path | None, fresh: list[Path], read: set[str], live: set[str], out: Path) -> None:
-    """The version's cache at ``out``: the rows of ``fresh`` (each extracting process's :meth:`NoteMemory.write`)
-    and those of ``previous`` (the last version's cache) for the files ``live`` in the version that this run
-    did not ``read``. Streamed a row group at a time."""
+    """The version's cache at ``out``: the rows of ``fresh`` (what each extracting process's :class:`NoteMemory`
+    wrote) and those of ``previous`` (the last version's cache) for the files ``live`` in the version that
+    this run did not ``read``. Streamed a row group at a time. A last version's cache that fails to read part
+    way gives what was read of it: every row is right on its own, a missing one only means a line is parsed."""
     schema = _schema()
     out.parent.mkdir(parents=True, exist_ok=True)
     with atomic_writer(out) as handle, pq.ParquetWriter(handle, schema, compression="zstd") as writer:
@@ -158,5 +159,6 @@ def merge(previous: Path | None, fresh: list[Path], read: set[str], live: set[st
         reader = _readable(previous)
         if reader is not None:
             carried = pa.array(sorted(live - read), pa.string())
-            for table in _rows(reader, carried):
-                writer.write_table(table.replace_schema_metadata(schema.metadata))
+            with contextlib.suppress(OSError, pa.ArrowException):
+                for table in _rows(reader, carried):
+                    writer.write_table(table.replace_schema_metadata(schema.metadata))

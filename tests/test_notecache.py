@@ -136,3 +136,26 @@ def test_memory_is_bounded_a_large_shard_reads_no_cache_and_lines_go_out_in_row_
     assert folder is not None
     lines = set(pq.read_table(folder / NOTE_CACHE, columns=["line"]).column(0).to_pylist())
     assert len(lines) >= 200 and lines <= set(parsed)  # every line of both files parsed again
+
+
+def test_a_last_cache_that_fails_part_way_does_not_fail_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pyarrow as pa
+
+    import runs.notecache
+
+    src, home = _sources(tmp_path), tmp_path / "home"
+    run([src], home)
+    _edit(src / CODE, "(уточнено)")
+    real = runs.notecache._rows
+
+    def failing(reader: pq.ParquetFile, files: pa.Array | None) -> object:
+        if files is not None and len(files) and str(src / LAW) in files.to_pylist():  # the carried rows, in merge
+            raise pa.ArrowInvalid("a damaged page")
+        yield from real(reader, files)
+
+    monkeypatch.setattr(runs.notecache, "_rows", failing)
+    info = run(None, home)
+    assert info.status == "published" and str(src / LAW) not in _cached(home)  # its lines are parsed next time
+    assert _cached(home)[str(src / CODE)] >= 100
