@@ -35,6 +35,7 @@ from runs.child import outcome, report
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, StageResult, as_state, timed
+from schemas.background import in_thread
 from schemas.files import atomic_writer
 from schemas.parquet import iter_parquet
 from vectors.embed import EmbedderSpec
@@ -275,22 +276,17 @@ class _ShardThread:
     def __init__(self, state_path: str, index: int, threads: int) -> None:
         self.index = index
         self.stopped = threading.Event()
-        self.result: Future[tuple[int, float]] = Future()
 
         def check(stage: str, done: int, total: int) -> None:
             if self.stopped.is_set():
                 raise _Stopped(f"embedding shard {index} stopped")
 
-        def work() -> None:
+        def work() -> tuple[int, float]:
             started = time.perf_counter()
-            try:
-                texts = embed_shard(state_path, index, progress=check)
-                self.result.set_result((texts, time.perf_counter() - started))
-            except BaseException as exc:  # handed to the run, which fails with it
-                self.result.set_exception(exc)
+            return embed_shard(state_path, index, progress=check), time.perf_counter() - started
 
         # a daemon thread: a run that fails does not wait, at exit, for a shard it stopped
-        threading.Thread(target=work, name=f"zan-embed-{index}", daemon=True).start()
+        self.result: Future[tuple[int, float]] = in_thread(work, f"zan-embed-{index}")
 
     def poll(self) -> tuple[str, Any] | None:
         if not self.result.done():

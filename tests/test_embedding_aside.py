@@ -99,6 +99,19 @@ def test_a_failing_shard_fails_with_its_error_and_a_failing_body_stops_the_shard
     stages.finish(state)
 
 
+def test_work_in_a_daemon_thread_hands_over_its_result_or_its_exception() -> None:
+    from schemas.background import in_thread
+
+    started = threading.Event()
+    result = in_thread(lambda: started.wait(5) and 42, "zan-test-ok")
+    assert [t.daemon for t in threading.enumerate() if t.name == "zan-test-ok"] == [True]  # waits until set
+    started.set()
+    assert result.result(timeout=5) == 42
+    failed = in_thread(lambda: {}["missing"], "zan-test-error")
+    with pytest.raises(KeyError, match="missing"):
+        failed.result(timeout=5)
+
+
 def test_models_that_compute_here_embed_in_processes_and_the_others_in_threads_until_the_work_is_large() -> None:
     from runs.embedding import SPAWN_FROM, embeds_apart
 

@@ -19,12 +19,12 @@ import os
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from schemas.background import in_thread
 from schemas.errors import TransientError
 from schemas.failpoints import failpoint
 from schemas.parquet import iter_parquet
@@ -174,16 +174,7 @@ def check_aside(home: Path) -> Future[str | None] | None:
     folder = home / "chroma"
     if not folder.exists():
         return None
-    checked: Future[str | None] = Future()
-
-    def check() -> None:
-        try:
-            checked.set_result(damaged_folder(folder))
-        except BaseException as exc:  # handed to whoever awaits it, as the check run there would raise it
-            checked.set_exception(exc)
-
-    threading.Thread(target=check, name="zan-index-check", daemon=True).start()
-    return checked
+    return in_thread(lambda: damaged_folder(folder), "zan-index-check")
 
 
 def ensure_healthy(
