@@ -6,19 +6,60 @@ A helper's failure keeps the retry class it would have had in the run's own proc
 which an Airflow task reads: :func:`dags.zan_tasks.terminal`): its own exception when it pickles; else a
 :class:`RunError` that is transient unless the helper's error said it was terminal (:func:`wrapped`). A helper
 that ended without a word (killed, out of memory) is transient too: the run's own process dying the same way
-would have been retried."""
+would have been retried.
+
+Every helper process starts from :func:`processes`: a fork server that imported zan's stages once (POSIX), so
+a helper costs a fork, not an interpreter and its imports (~0.6 s of CPU each); never a fork of the run's own
+process, whose Arrow pools or model threads may hold locks. A helper takes the parent's environment as it is
+when the helper starts (:func:`with_environment`), as a spawned one would."""
 
 from __future__ import annotations
 
 import multiprocessing
+import os
 import time
 from collections.abc import Callable
+from multiprocessing.context import ForkServerContext, SpawnContext
 from typing import Any, TypeVar
 
 from runs.errors import RunError
 from schemas.errors import ZanError
 
 T = TypeVar("T")
+
+# What the fork server imports once, before any helper forks from it: the stages a helper runs (extraction,
+# registry, enrich) and what they import (pyarrow, lxml, the extractors); the BM25 build and the embedders.
+PRELOAD = ("runs.stages", "runs.lexical", "runs.embedding")
+
+
+def processes() -> ForkServerContext | SpawnContext:
+    """The context a run's helper processes start from: ``forkserver`` with :data:`PRELOAD` where the platform
+    has it, else ``spawn``. The server starts at the first helper and serves the process's later runs too; like
+    a spawned process, a helper holds none of its parent's memory, threads or locks."""
+    if "forkserver" not in multiprocessing.get_all_start_methods():
+        return multiprocessing.get_context("spawn")
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(PRELOAD))  # read when the server starts; later calls change nothing
+    return context
+
+
+def adopt_environment(environment: dict[str, str]) -> None:
+    """Make this helper's environment ``environment`` (its parent's when it started: the fork server's own is
+    the one it was started with, and a setting such as ``ZAN_MAX_FILE_MB`` may have changed since)."""
+    if dict(os.environ) != environment:
+        os.environ.clear()
+        os.environ.update(environment)
+
+
+def with_environment(target: Callable[..., Any], *args: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
+    """``target`` and ``args`` for a helper's ``Process``, wrapped so the helper first adopts this process's
+    environment as it is now (:func:`adopt_environment`)."""
+    return _in_environment, (dict(os.environ), target, args)
+
+
+def _in_environment(environment: dict[str, str], target: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+    adopt_environment(environment)
+    return target(*args)
 
 
 def retry_may_help(exc: BaseException) -> bool:
@@ -66,14 +107,16 @@ def outcome(receive: Any, child: Any, what: str) -> tuple[str, Any]:
 
 
 def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
-    """``work(*args)`` in a spawned process of its own (``work`` and ``args`` pickle: a module-level function
-    and plain values); returns its result or raises its error, the child's own exception when it pickles
-    (so its class and retry class stay what they were), noted as raised there. What the call holds is held
-    by that process alone and goes with it, so two stages never stack their memory (``benchmarks/README.md``,
-    "Peak memory, whole runs"). Interrupted or failing in the parent, the child is stopped."""
-    spawn = multiprocessing.get_context("spawn")  # not forked: Arrow's pools or the model's threads may run
-    receive, send = spawn.Pipe(duplex=False)
-    child = spawn.Process(target=_reported, args=(send, work, args, what), name=f"zan {what}", daemon=True)
+    """``work(*args)`` in a helper process of its own (:func:`processes`; ``work`` and ``args`` pickle: a
+    module-level function and plain values); returns its result or raises its error, the child's own
+    exception when it pickles (so its class and retry class stay what they were), noted as raised there.
+    What the call holds is held by that process alone and goes with it, so two stages never stack their
+    memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent, the
+    child is stopped."""
+    context = processes()
+    receive, send = context.Pipe(duplex=False)
+    target, wrapped_args = with_environment(_reported, send, work, args, what)
+    child = context.Process(target=target, args=wrapped_args, name=f"zan {what}", daemon=True)
     child.start()
     send.close()
     try:

@@ -17,7 +17,6 @@ its own stage, between ``enrich`` and ``index``, split into shards:
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 import os
 import threading
 import time
@@ -31,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runs.changes import forced_rows
-from runs.child import outcome, report
+from runs.child import outcome, processes, report, with_environment
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, StageResult, as_state, timed
@@ -248,11 +247,10 @@ class _Shard(Protocol):
 class _ShardProcess:
     def __init__(self, state_path: str, index: int, threads: int) -> None:
         self.index = index
-        spawn = multiprocessing.get_context("spawn")  # not forked: the model's threads or Arrow's pools may run
-        self.receive, send = spawn.Pipe(duplex=False)
-        self.child = spawn.Process(
-            target=_embed_child, args=(state_path, index, threads, send), daemon=True, name=f"zan-embed-{index}"
-        )
+        context = processes()
+        self.receive, send = context.Pipe(duplex=False)
+        target, args = with_environment(_embed_child, state_path, index, threads, send)
+        self.child = context.Process(target=target, args=args, daemon=True, name=f"zan-embed-{index}")
         self.child.start()
         send.close()
 

@@ -5,12 +5,11 @@ DAG's task and by a run in one process, or in a process of its own beside the em
 from __future__ import annotations
 
 import contextlib
-import multiprocessing
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runs.child import outcome, report, wrapped
+from runs.child import outcome, processes, report, with_environment, wrapped
 from runs.state import RunState, StageResult, as_state
 from runs.versions import staging_dir
 from schemas.published import versions_dir
@@ -41,9 +40,10 @@ def lexical_aside(state_path: RunState | Path | str) -> Iterator[None]:
     if not jobs:
         yield
         return
-    spawn = multiprocessing.get_context("spawn")  # not forked: Arrow's pools may have started
-    receive, send = spawn.Pipe(duplex=False)
-    child = spawn.Process(target=_lexical_child, args=(jobs, send), name="zan-lexical", daemon=True)
+    context = processes()
+    receive, send = context.Pipe(duplex=False)
+    target, args = with_environment(_lexical_child, jobs, send)
+    child = context.Process(target=target, args=args, name="zan-lexical", daemon=True)
     child.start()
     send.close()
     try:

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import multiprocessing
 import os
 import shutil
 import time
@@ -53,6 +52,7 @@ from runs.build import (
     write_small_tables,
 )
 from runs.changes import DIRTY, ChangeSet, same_tables
+from runs.child import adopt_environment, processes
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError
@@ -125,7 +125,8 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
 
 def extract_all(state_path: RunState | Path | str, workers: int = 1, progress: Progress | None = None) -> None:
     """Every shard of the run: here, file by file, when ``workers`` is 1 (or there is one shard); else each
-    in one of ``workers`` processes (spawned: a fork after Arrow's pools started can deadlock), progress
+    in one of ``workers`` helper processes (:func:`runs.child.processes`: never a fork of this one, whose Arrow
+    pools may hold locks), each in this process's environment, progress
     counted in shards. Shards are written to their own files, so the version is the same either way (the
     registry orders documents by source file, not by shard)."""
     state = as_state(state_path)
@@ -134,8 +135,13 @@ def extract_all(state_path: RunState | Path | str, workers: int = 1, progress: P
         for n in range(shards):
             extract_shard(state, n, progress)
         return
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, shards), mp_context=spawn) as pool:
+    pool = ProcessPoolExecutor(
+        max_workers=min(workers, shards),
+        mp_context=processes(),
+        initializer=adopt_environment,
+        initargs=(dict(os.environ),),
+    )
+    with pool:
         pending = [pool.submit(extract_shard, str(state.path), n) for n in range(shards)]
         for done, future in enumerate(as_completed(pending), 1):
             future.result()  # a shard's failure fails the run, as in one process

@@ -1,0 +1,76 @@
+"""Where a run's helper processes start from (:func:`runs.child.processes`): a fork server that imported the
+stages once, never a fork of the run's own process, and each helper in its parent's environment as it is
+when the helper starts (the fork server's own is the one it started with)."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from runs import stages
+from runs.child import PRELOAD, in_own_process, processes
+from schemas.arrow import REJECT_SCHEMA
+from schemas.parquet import read_parquet
+
+SAMPLE = Path(__file__).resolve().parents[1] / "data" / "sample"
+
+
+def _setting(name: str) -> str | None:
+    return os.environ.get(name)
+
+
+def _where() -> tuple[int, int, list[str]]:
+    """The helper's pid, its parent's, and which of :data:`PRELOAD` it held before it ran anything."""
+    return os.getpid(), os.getppid(), [m for m in PRELOAD if m in sys.modules]
+
+
+@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here")
+def test_helpers_fork_from_a_server_that_imported_the_stages_not_from_this_process() -> None:
+    assert processes().get_start_method() == "forkserver"
+    pid, parent, held = _where()
+    first, second = in_own_process(_where, what="a helper"), in_own_process(_where, what="another helper")
+    assert first[0] != pid and second[0] != pid and first[0] != second[0]
+    assert first[1] == second[1] != pid  # both forked by the one server, not by this process
+    assert first[2] == list(PRELOAD)  # imported before the helper ran: a fork, not an interpreter's start
+
+
+def test_a_helper_sees_the_environment_as_it_is_when_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "ZAN_TEST_HELPER_SETTING"
+    monkeypatch.setenv(name, "one")
+    assert in_own_process(_setting, name, what="a helper") == "one"  # the server may have started here
+    monkeypatch.setenv(name, "two")
+    assert in_own_process(_setting, name, what="a helper") == "two"  # set after it started: still seen
+    monkeypatch.delenv(name)
+    assert in_own_process(_setting, name, what="a helper") is None
+
+
+def test_extracting_processes_read_the_file_size_limit_set_after_an_earlier_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``ZAN_MAX_FILE_MB`` lowered between two runs in one process reaches the second run's extracting
+    processes: every file over it is a reject naming the limit (the server the first run started holds the
+    old environment)."""
+    source = SAMPLE / "standards"
+    for n, limit in enumerate((None, "0.0001")):  # 100 bytes: every sample file is larger
+        if limit:
+            monkeypatch.setenv("ZAN_MAX_FILE_MB", limit)
+        state = stages.begin(tmp_path / f"home{n}", [source], shards=2, holder="process")
+        stages.extract_all(state, 2)
+        loaded = stages.RunState.load(state)
+        work, read = loaded.work, sorted(f for shard in loaded.shards for f in shard)
+        assert len(loaded.shards) == 2 and len(read) >= 2
+        pids = {json.loads(p.read_text())["pid"] for p in work.glob("shard-*.json")}
+        assert os.getpid() not in pids
+        rejects = [
+            r
+            for shard in sorted(work.glob("shard-*.rejects.parquet"))
+            for r in read_parquet(shard, REJECT_SCHEMA, "rejects").to_pylist()
+        ]
+        over = sorted(r["source_file"] for r in rejects if "ZAN_MAX_FILE_MB" in r["reason"])
+        assert over == (read if limit else []), rejects
+        stages.finish(state)
