@@ -163,8 +163,8 @@ def embedding_aside(
     (:func:`runs.indexing.await_vectors`) instead of waiting for the whole stage. Writing to Chroma holds one
     core and embedding mostly waits on the model or the service, so the two overlap and the shorter is hidden.
 
-    Each shard embeds in a spawned process of its own (``zan run --workers N``: one core each) or in a thread
-    of this process, as :func:`embeds_apart` decides (``apart`` overrides it).
+    Each shard embeds in a helper process of its own (:func:`runs.child.processes`; ``zan run --workers N``:
+    one core each) or in a thread of this process, as :func:`embeds_apart` decides (``apart`` overrides it).
 
     ``pending()`` is True while a shard is still embedding and raises the first shard's error (the others are
     stopped); at the end the shards are awaited and the longest shard's seconds recorded as ``embed`` (the
@@ -220,11 +220,12 @@ def embedding_aside(
 
 
 def embeds_apart(spec: str, texts: int) -> bool:
-    """Whether :func:`embedding_aside` embeds ``texts`` with the embedder ``spec`` in spawned processes rather
+    """Whether :func:`embedding_aside` embeds ``texts`` with the embedder ``spec`` in helper processes rather
     than threads of this process. A model that computes here (:data:`IN_PROCESS_MODELS`) always does: it
     needs cores of its own. Any other embedder (a service, the hash one) does from :data:`SPAWN_FROM` texts:
-    a spawned process costs ~0.7 s of CPU to start (its imports), more than the hash embedder's or a warm
-    service's whole work on a 1 % text edit (477 texts: the run 0.92x in threads), while a thread of the
+    a spawned process cost ~0.7 s of CPU to start (its imports; the threshold was measured then, before
+    helpers forked from a server that imported them once), more than the hash embedder's or a warm service's
+    whole work on a 1 % text edit (477 texts: the run 0.92x in threads), while a thread of the
     index stage's process competes with its writes for the interpreter (a full build of 20 000 texts
     embedded in threads: 1.08x)."""
     return EmbedderSpec.parse(spec).kind in IN_PROCESS_MODELS or texts >= SPAWN_FROM
