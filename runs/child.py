@@ -11,7 +11,7 @@ would have been retried.
 Every helper process starts from :func:`processes`: a fork server that imported zan's stages once (POSIX), so
 a helper costs a fork, not an interpreter and its imports (~0.6 s of CPU each); never a fork of the run's own
 process, whose Arrow pools or model threads may hold locks. A helper takes the parent's environment as it is
-when the helper starts (:func:`with_environment`), as a spawned one would."""
+when the helper starts (:func:`start_helper`), as a spawned one would."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Callable
 from multiprocessing.context import ForkServerContext, SpawnContext
+from multiprocessing.process import BaseProcess
 from typing import Any, TypeVar
 
 from runs.errors import RunError
@@ -51,10 +52,17 @@ def adopt_environment(environment: dict[str, str]) -> None:
         os.environ.update(environment)
 
 
-def with_environment(target: Callable[..., Any], *args: Any) -> tuple[Callable[..., Any], tuple[Any, ...]]:
-    """``target`` and ``args`` for a helper's ``Process``, wrapped so the helper first adopts this process's
-    environment as it is now (:func:`adopt_environment`)."""
-    return _in_environment, (dict(os.environ), target, args)
+def start_helper(target: Callable[..., Any], *args: Any, name: str) -> tuple[BaseProcess, Any]:
+    """Start ``target(*args, send)`` in a daemon helper process (:func:`processes`) that first adopts this
+    process's environment as it is now (:func:`adopt_environment`); returns the process and the receiving end
+    of its pipe (``send``, the other end, is the helper's alone: :func:`report` writes to it)."""
+    context = processes()
+    receive, send = context.Pipe(duplex=False)
+    environment = dict(os.environ)
+    child = context.Process(target=_in_environment, args=(environment, target, (*args, send)), name=name, daemon=True)
+    child.start()
+    send.close()
+    return child, receive
 
 
 def _in_environment(environment: dict[str, str], target: Callable[..., Any], args: tuple[Any, ...]) -> Any:
@@ -113,12 +121,7 @@ def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
     What the call holds is held by that process alone and goes with it, so two stages never stack their
     memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent, the
     child is stopped."""
-    context = processes()
-    receive, send = context.Pipe(duplex=False)
-    target, wrapped_args = with_environment(_reported, send, work, args, what)
-    child = context.Process(target=target, args=wrapped_args, name=f"zan {what}", daemon=True)
-    child.start()
-    send.close()
+    child, receive = start_helper(_reported, work, args, what, name=f"zan {what}")
     try:
         kind, value = outcome(receive, child, what)
     except BaseException:
@@ -134,7 +137,7 @@ def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
     return result
 
 
-def _reported(send: Any, work: Callable[..., Any], args: tuple[Any, ...], what: str) -> None:
+def _reported(work: Callable[..., Any], args: tuple[Any, ...], what: str, send: Any) -> None:
     """:func:`in_own_process`'s child: the run's memory settings (:func:`runs.memory.lean_arrow_memory`),
     then the call, reported through ``send``."""
     from runs.memory import lean_arrow_memory

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runs.changes import forced_rows
-from runs.child import outcome, processes, report, with_environment
+from runs.child import outcome, report, start_helper
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, StageResult, as_state, timed
@@ -248,12 +248,7 @@ class _Shard(Protocol):
 class _ShardProcess:
     def __init__(self, state_path: str, index: int, threads: int) -> None:
         self.index = index
-        context = processes()
-        self.receive, send = context.Pipe(duplex=False)
-        target, args = with_environment(_embed_child, state_path, index, threads, send)
-        self.child = context.Process(target=target, args=args, daemon=True, name=f"zan-embed-{index}")
-        self.child.start()
-        send.close()
+        self.child, self.receive = start_helper(_embed_child, state_path, index, threads, name=f"zan-embed-{index}")
 
     def poll(self) -> tuple[str, Any] | None:
         if not self.receive.poll() and self.child.is_alive():

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runs.child import outcome, processes, report, with_environment, wrapped
+from runs.child import outcome, report, start_helper, wrapped
 from runs.state import RunState, StageResult, as_state
 from runs.versions import staging_dir
 from schemas.published import versions_dir
@@ -40,12 +40,7 @@ def lexical_aside(state_path: RunState | Path | str) -> Iterator[None]:
     if not jobs:
         yield
         return
-    context = processes()
-    receive, send = context.Pipe(duplex=False)
-    target, args = with_environment(_lexical_child, jobs, send)
-    child = context.Process(target=target, args=args, name="zan-lexical", daemon=True)
-    child.start()
-    send.close()
+    child, receive = start_helper(_lexical_child, jobs, name="zan-lexical")
     try:
         yield
     except BaseException:  # the body's own error (an EOFError of the body's is never taken for the build's)
