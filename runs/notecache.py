@@ -96,9 +96,11 @@ class NoteMemory:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if exc[0] is None:
+        if exc[0] is not None:
+            self._stack.__exit__(*exc)  # type: ignore[arg-type]
+            return
+        with self._stack:  # a last write that fails leaves no file behind, as a failing block does
             self._flush()
-        self._stack.__exit__(*exc)  # type: ignore[arg-type]
 
     def parser(self, document: Document) -> NoteParser:
         """A parser for ``document``'s notes that knows what its file's lines parsed to last time."""

@@ -159,3 +159,21 @@ def test_a_last_cache_that_fails_part_way_does_not_fail_the_run(
     info = run(None, home)
     assert info.status == "published" and str(src / LAW) not in _cached(home)  # its lines are parsed next time
     assert _cached(home)[str(src / CODE)] >= 100
+
+
+def test_a_shard_cache_whose_last_write_fails_leaves_no_file(tmp_path: Path) -> None:
+    """The lines still held when the extraction ends are written on the way out; when that write fails the
+    error goes on and nothing is left at the shard's cache path (a half-written cache is never merged)."""
+    from runs.notecache import NoteMemory
+
+    out = tmp_path / "shard-0000.notes.parquet"
+    with pytest.raises(OSError, match="disk full"), NoteMemory(None, [], out) as memory:
+        memory._rows["source_file"].append("a.html")
+        memory._rows["line"].append("Сноска. Изложена в редакции Закона РК от 01.01.2020 № 1-VI.")
+        memory._rows["parsed"].append(b"x")
+
+        def full(table: object) -> None:
+            raise OSError("disk full")
+
+        memory._writer.write_table = full  # type: ignore[method-assign]
+    assert not out.exists() and list(tmp_path.iterdir()) == []
