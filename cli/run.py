@@ -58,10 +58,6 @@ def run_command(
 
     Example: `zan run --source ../shared/corpus/adilet --source ../shared/corpus/zan --home /tmp/x --json`
     """
-    if workers > 1:  # the helpers' fork server imports the stages while this process imports the pipeline
-        from runs.child import warm_up
-
-        warm_up()
     from runs.pipeline import RunOptions, run
     from vectors.embedders import embedder_for
 

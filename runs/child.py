@@ -44,16 +44,6 @@ def processes() -> ForkServerContext | SpawnContext:
     return context
 
 
-def warm_up() -> None:
-    """Start the fork server now (a no-op where helpers are spawned, or once it runs): its imports
-    (:data:`PRELOAD`, ~0.5 s of CPU) then go on beside what this process does before its first helper, which
-    otherwise waits for them (a run with ``--workers``: its planning, while the server imports)."""
-    if processes().get_start_method() == "forkserver":
-        from multiprocessing import forkserver
-
-        forkserver.ensure_running()
-
-
 def adopt_environment(environment: dict[str, str]) -> None:
     """Make this helper's environment ``environment`` (its parent's when it started: the fork server's own is
     the one it was started with, and a setting such as ``ZAN_MAX_FILE_MB`` may have changed since)."""

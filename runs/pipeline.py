@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from runs import stages
-from runs.child import in_own_process, warm_up
+from runs.child import in_own_process
 from runs.embedding import embedding_aside, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
@@ -78,8 +78,6 @@ def run(
     registry and enrich stages and the word indexes run in processes of their own (default: from
     :data:`OWN_PROCESS_FROM` files and documents); the version is the same either way."""
     lean_arrow_memory()
-    if workers > 1:  # its helpers fork from the server, which imports the stages meanwhile
-        warm_up()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
     embedder_id = embedder.bind(home, record=not options.dry_run)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from runs import stages
-from runs.child import PRELOAD, in_own_process, processes, warm_up
+from runs.child import PRELOAD, in_own_process, processes
 from schemas.arrow import REJECT_SCHEMA
 from schemas.parquet import read_parquet
 
@@ -37,19 +37,6 @@ def test_helpers_fork_from_a_server_that_imported_the_stages_not_from_this_proce
     assert first[0] != pid and second[0] != pid and first[0] != second[0]
     assert first[1] == second[1] != pid  # both forked by the one server, not by this process
     assert first[2] == list(PRELOAD)  # imported before the helper ran: a fork, not an interpreter's start
-
-
-@pytest.mark.skipif("forkserver" not in multiprocessing.get_all_start_methods(), reason="no fork server here")
-def test_warm_up_starts_the_server_before_any_helper_and_helpers_then_fork_from_it() -> None:
-    from multiprocessing import forkserver
-
-    warm_up()
-    server = forkserver._forkserver._forkserver_pid  # type: ignore[attr-defined]
-    assert server is not None
-    os.kill(server, 0)  # started and alive, before any helper
-    warm_up()  # once running, nothing more starts
-    assert forkserver._forkserver._forkserver_pid == server  # type: ignore[attr-defined]
-    assert in_own_process(_where, what="a helper")[1] == server
 
 
 def test_a_helper_sees_the_environment_as_it_is_when_it_starts(monkeypatch: pytest.MonkeyPatch) -> None:
