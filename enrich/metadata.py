@@ -16,6 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -118,11 +119,78 @@ def record_meta_hashes(records: list[Mapping[str, Any]]) -> list[str]:
 
 
 def meta_hashes(table: pa.Table) -> pa.Array:
-    """:func:`meta_hash` of every row of ``table``, the metadata built column-wise (:func:`metadata_dicts`)."""
+    """:func:`meta_hash` of every row of ``table``. The JSON each row's hash is taken of is built column-wise in
+    Arrow (:func:`_payloads`), the same text :func:`_json` makes of the row's metadata one row at a time
+    (measured on the 12 000 chunks a 1 % text edit rebuilds: 0.30 → 0.05 s)."""
     hashed = table.select([name for name in HASHED_FIELDS if name in table.column_names])
-    return pa.array([_digest(meta) for meta in metadata_dicts(hashed)], pa.string())
+    return pa.array([_hash(payload) for payload in _payloads(hashed)], pa.string())
 
 
-def _digest(meta: Mapping[str, Any]) -> str:
-    payload = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
+def _json(meta: Mapping[str, Any]) -> str:
+    """One row's metadata (a dict as :func:`metadata_dicts` makes it) as the JSON its hash is taken of."""
+    return json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
+
+
+def _hash(payload: str) -> str:
     return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()
+
+
+# JSON's escapes (what ``json.dumps(..., ensure_ascii=False)`` writes for these characters), backslash first
+_ESCAPES = (("\\", "\\\\"), ('"', '\\"'), ("\n", "\\n"), ("\r", "\\r"), ("\t", "\\t"), ("\b", "\\b"), ("\f", "\\f"))
+_ESCAPED = '[\\x00-\\x1f\\\\"]'  # a character JSON writes escaped
+_OTHER_CONTROL = "[\\x00-\\x07\\x0b\\x0e-\\x1f]"  # written as \\u00XX: such a row is made by json.dumps
+
+
+def _payloads(table: pa.Table) -> list[str]:
+    """Each row's metadata (:func:`metadata_columns`) as the JSON :func:`_json` writes, built column by column:
+    every present key as ``"key": value`` in sorted order, joined by ``, `` inside braces. A row this cannot
+    write exactly as ``json.dumps`` does (a control character JSON writes as ``\\u00XX``, a null inside a list)
+    is made by ``json.dumps`` of its own metadata; so is every row when a column has a type zan never writes."""
+    parts: list[pa.Array] = []
+    odd = np.zeros(table.num_rows, dtype=bool)
+    for name, column in sorted(metadata_columns(table).items()):
+        value, unsure = _json_values(column)
+        if value is None:
+            return [_json(meta) for meta in metadata_dicts(table)]
+        odd |= unsure
+        parts.append(pc.fill_null(pc.binary_join_element_wise(f'"{name}": ', value, ", ", ""), ""))
+    if not parts:
+        return ["{}"] * table.num_rows
+    # each present key is followed by ", ", the last one's cut off (pyarrow 26's null_handling="skip" drops
+    # the rows where every input is null instead of joining them to "")
+    joined = pc.utf8_slice_codeunits(pc.binary_join_element_wise(*parts, ""), 0, -2)
+    payloads: list[str] = pc.binary_join_element_wise("{", joined, "}", "").to_pylist()
+    if odd.any():
+        rows = np.flatnonzero(odd)
+        for row, meta in zip(rows.tolist(), metadata_dicts(table.take(pa.array(rows))), strict=True):
+            payloads[row] = _json(meta)
+    return payloads
+
+
+def _json_values(column: pa.Array) -> tuple[pa.Array | None, np.ndarray]:
+    """``column``'s values as JSON text (null where the key is absent) and the rows whose text may differ from
+    what ``json.dumps`` writes; None for a type zan never writes (strings, integers and lists of them only)."""
+    kind, rows = column.type, len(column)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        escaped, unsure = column, np.zeros(rows, dtype=bool)
+        if pc.any(pc.match_substring_regex(column, _ESCAPED)).as_py():  # most columns have no such character
+            for plain, written in _ESCAPES:
+                escaped = pc.replace_substring(escaped, plain, written)
+            control = pc.fill_null(pc.match_substring_regex(column, _OTHER_CONTROL), False)
+            unsure = control.to_numpy(zero_copy_only=False)
+        return pc.binary_join_element_wise('"', escaped, '"', ""), unsure
+    if pa.types.is_integer(kind):
+        return pc.cast(column, pa.string()), np.zeros(rows, dtype=bool)
+    if not (pa.types.is_list(kind) or pa.types.is_large_list(kind)):
+        return None, np.ones(rows, dtype=bool)
+    column = column.cast(pa.list_(kind.value_type))  # int32 offsets, however it came
+    values, item_unsure = _json_values(column.values)
+    if values is None:
+        return None, np.ones(rows, dtype=bool)
+    # a null item would make the row's whole list null: such a row, like one with an unsure item, is made apart
+    first, last = column.offsets[0].as_py(), column.offsets[-1].as_py()
+    flagged = (item_unsure | column.values.is_null().to_numpy(zero_copy_only=False))[first:last]
+    unsure = np.zeros(rows, dtype=bool)
+    unsure[pc.list_parent_indices(column).to_numpy()[flagged]] = True
+    items = pa.ListArray.from_arrays(column.offsets, values, mask=column.is_null())
+    return pc.binary_join_element_wise("[", pc.binary_join(items, ", "), "]", ""), unsure

@@ -6,6 +6,8 @@ against a real collection with held rows and with rows read back from it."""
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import random
 
 import pyarrow as pa
@@ -63,12 +65,65 @@ def test_records_read_back_are_hashed_together_as_each_alone() -> None:
 def test_the_metadata_rule_on_the_real_corpus(corpus_run) -> None:  # type: ignore[no-untyped-def]
     table = pq.read_table(published_file(corpus_run[1], "enriched_chunks.parquet"))
     assert meta_hashes(table).to_pylist() == table["meta_hash"].to_pylist()  # what the join stored
+    assert table["meta_hash"].to_pylist() == _hash_row_by_row(table)
     assert all(v not in (None, "", []) for meta in metadata_dicts(table) for v in meta.values())
     # read by hand from adilet/rus/K1500000414.html: the Labour Code of 23.11.2015 № 414-V; article 100's
     # footnote names the amending law of 04.05.2020 № 321-VI
     by_id = {m["path"]: m for m in metadata_dicts(table) if m["doc_id"] == "k1500000414" and m["language"] == "rus"}
     assert all(m["date_approved"] == "2015-11-23" and m["law_zrk"] == "414-V" for m in by_id.values())
     assert by_id["art100"]["last_amended"] == "2020-05-04" and by_id["art100"]["amended_by"] == ["321-VI"]
+
+
+def _hash_row_by_row(table: pa.Table) -> list[str]:
+    """The hash's definition, one row at a time: blake2b-128 of the JSON (keys sorted, UTF-8 as is) of the
+    row's metadata under the rule, its text hash left out."""
+    metas = metadata_dicts(table)
+    payloads = [json.dumps({k: v for k, v in m.items() if k != "text_hash"}, sort_keys=True, ensure_ascii=False)
+                for m in metas]  # fmt: skip
+    return [hashlib.blake2b(p.encode("utf-8"), digest_size=16).hexdigest() for p in payloads]
+
+
+HOSTILE = [
+    'a"b',
+    "back\\slash",
+    "line\nbreak",
+    "tab\there",
+    "\x01bell\x07",
+    "cr\r\x0c\x08",
+    "\x7f\u2028«»",
+    "",
+    "plain",
+]
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_hashes_built_column_wise_are_the_row_by_row_hashes(seed: int) -> None:
+    """The join hashes a batch's metadata column by column; a record read back from the index is hashed the
+    same: each equals the row-by-row definition, with JSON's escapes, control characters, null list items,
+    empty values and slices of a larger table."""
+    rng = random.Random(seed)
+    rows = []
+    for n in range(60):
+        row = _row(n)
+        for name in rng.sample(list(METADATA_FIELDS), 8):
+            kind = SCHEMA.field(name).type
+            if pa.types.is_list(kind):
+                item = (lambda: rng.randint(-3, 500)) if pa.types.is_integer(kind.value_type) else (
+                    lambda: rng.choice([*HOSTILE, None]))  # fmt: skip
+                row[name] = rng.choice([None, [], [item() for _ in range(rng.randint(1, LIST_CAP + 2))]])
+            elif pa.types.is_date(kind):
+                row[name] = rng.choice([None, dt.date(2020, 2, rng.randint(1, 28))])
+            elif pa.types.is_integer(kind):
+                row[name] = rng.choice([None, 0, 7, -1])
+            else:
+                row[name] = rng.choice([None, *HOSTILE])
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, SCHEMA)
+    assert meta_hashes(table).to_pylist() == _hash_row_by_row(table)
+    part = table.slice(17, 30)  # list columns whose offsets do not start at 0
+    assert meta_hashes(part).to_pylist() == _hash_row_by_row(part)
+    records = metadata_dicts(table)  # as Chroma returns them: dicts, dates as text
+    assert meta_hashes(metadata_table(records)).to_pylist() == _hash_row_by_row(table)
 
 
 def _edit(row: dict[str, object], rng: random.Random) -> dict[str, object]:
