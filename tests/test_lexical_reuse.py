@@ -208,6 +208,37 @@ def test_documents_whose_chunks_did_not_change_keep_their_centroids(
     assert not np.array_equal(kept[ids.index(changed)], before[ids.index(changed)])
 
 
+def test_a_centroid_is_the_normalised_mean_of_its_chunks_unit_vectors(sample_run: tuple[object, Path]) -> None:
+    """Each document's centroid, summed a document's run of chunks at a time, is the mean of its chunks' unit
+    vectors, normalised; and the summing step equals ``np.add.at`` however the targets come."""
+    from schemas.published import published_dir, read_manifest
+    from vectors.documents import CENTROIDS, IDS, _add_rows
+    from vectors.store import VectorStore
+
+    _, home = sample_run
+    folder = published_dir(home)
+    assert folder is not None
+    table = pq.read_table(folder / "enriched_chunks.parquet", columns=["doc_id", "text_hash"])
+    store = VectorStore(home, read_manifest(folder).embedder)
+    ids = json.loads((folder / CENTROIDS / IDS).read_text())
+    centroids = np.load(folder / CENTROIDS / "vectors.npy")
+    docs, hashes = table.column("doc_id").to_pylist(), table.column("text_hash").to_pylist()
+    for doc in (ids[0], ids[len(ids) // 2], ids[-1]):
+        matrix, found = store.matrix([h for d, h in zip(docs, hashes, strict=True) if d == doc])
+        unit = matrix[found] / np.linalg.norm(matrix[found], axis=1, keepdims=True)
+        mean = unit.sum(axis=0)
+        assert np.allclose(centroids[ids.index(doc)], mean / np.linalg.norm(mean), atol=1e-5)
+    rng = np.random.default_rng(7)
+    for grouped in (True, False):
+        at = rng.integers(0, 9, 300)
+        at = np.sort(at) if grouped else at
+        rows = rng.standard_normal((300, 16)).astype(np.float32)
+        expected, got = np.zeros((9, 16), np.float32), np.zeros((9, 16), np.float32)
+        np.add.at(expected, at, rows)
+        _add_rows(got, at, rows)
+        assert np.allclose(got, expected, atol=1e-4)
+
+
 def test_unchanged_document_cards_are_not_analysed_again(
     sample_run: tuple[object, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

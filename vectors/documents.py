@@ -155,7 +155,7 @@ def build_centroids(
         matrix /= np.where(norms == 0, 1, norms)
         if sums is None:
             sums = np.zeros((len(position), matrix.shape[1]), np.float32)
-        np.add.at(sums, at[found], matrix[found])
+        _add_rows(sums, at[found], matrix[found])
         found_any[at[found]] = True
     dims = {m.shape[1] for m in (sums, before) if m is not None}
     if len(dims) > 1:
@@ -187,6 +187,20 @@ def build_centroids(
     shutil.rmtree(out, ignore_errors=True)
     os.replace(tmp, out)
     return len(ids)
+
+
+def _add_rows(sums: np.ndarray, at: np.ndarray, rows: np.ndarray) -> None:
+    """``sums[at[k]] += rows[k]`` for every k, repeated targets summed. A document's chunks are neighbours in
+    the file, so each run of equal targets is one slice summed at once: for the 12 000 chunks a 1 % text edit
+    rebuilds (1 024-d), 4 ms, where ``np.add.at`` took 0.13 s and ``np.add.reduceat`` along rows 0.10 s."""
+    if not len(at):
+        return
+    if np.any(at[1:] < at[:-1]):  # not grouped (never in zan's files): grouped first, stably
+        order = np.argsort(at, kind="stable")
+        at, rows = at[order], rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], at[1:] != at[:-1]))).tolist()
+    for start, stop in zip(starts, [*starts[1:], len(at)], strict=True):
+        sums[at[start]] += rows[start:stop].sum(axis=0)
 
 
 DIGESTS = "digests.json"  # beside a version's centroids: each document's digest of its chunk texts (or null)
