@@ -39,8 +39,8 @@ DIFF_FILE, HELD_FILE, COUNTS_FILE = "diff.parquet", "held.parquet", "diff.json"
 class ChangeSet:
     """A run's change set on disk, in chunk id order: ``diff.parquet`` (chunk_id, class: every wanted chunk in
     the order of the version's enriched file, with the deleted ones between them), ``held.parquet`` (what
-    the index holds for each ``text_changed`` and ``metadata_changed`` chunk, in the same order, when that is
-    known without reading the index) and ``diff.json`` (the counts). Read a batch at a time: no stage holds its ids."""
+    the index holds for each ``metadata_changed`` chunk, in the same order, when that is known without
+    reading the index) and ``diff.json`` (the counts). Read a batch at a time: no stage holds its ids."""
 
     folder: Path
     counts: dict[str, int]
@@ -106,8 +106,7 @@ class ChangeSet:
         return pa.concat_tables(tables) if tables else DIFF_SCHEMA.empty_table()
 
     def held(self) -> Iterator[pa.Table]:
-        """The held rows of the ``text_changed`` and ``metadata_changed`` chunks, in order (nothing when they were
-        not known)."""
+        """The held rows of the ``metadata_changed`` chunks, in order (nothing when they were not known)."""
         path = self.folder / HELD_FILE
         if path.exists():
             yield from iter_parquet(path, STREAM_ROWS)

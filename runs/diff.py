@@ -29,9 +29,6 @@ from schemas.changes import ChangeClass as ChangeClass
 
 WRITTEN = (ChangeClass.ADDED, ChangeClass.TEXT_CHANGED, ChangeClass.METADATA_CHANGED)  # a write each
 EMBEDDED = (ChangeClass.ADDED, ChangeClass.TEXT_CHANGED)  # a vector each (embedded, or reused from the store)
-# the classes whose held rows a step keeps: a metadata-only update sends the keys that differ from them, and a
-# rewritten record is deleted first only when they hold a key the new metadata lacks
-HELD_CLASSES = (ChangeClass.TEXT_CHANGED.value, ChangeClass.METADATA_CHANGED.value)
 
 
 class UnorderedChunks(RunError):
@@ -76,8 +73,7 @@ def state_table(state: Mapping[str, tuple[str | None, str | None]]) -> pa.Table:
 class DiffStep:
     """One step of the merge: ``classes`` holds chunk_id and class of this step's wanted chunks and of the
     held chunks deleted among them, in chunk id order; ``held`` the held rows (the columns asked for) of its
-    ``text_changed`` and ``metadata_changed`` chunks (:data:`HELD_CLASSES`), in the same order, or None when no
-    columns were asked for."""
+    ``metadata_changed`` chunks, in the same order, or None when no columns were asked for."""
 
     classes: pa.Table
     held: pa.Table | None
@@ -142,7 +138,7 @@ def _step(
         wanted = pa.concat_tables([wanted, _deleted(gone.column("chunk_id"))]).sort_by("chunk_id")
     rows = None
     if held_columns and old.num_rows:
-        changed = pc.is_in(name, value_set=pa.array(HELD_CLASSES, pa.string()))
+        changed = pc.equal(name, ChangeClass.METADATA_CHANGED.value)
         rows = old.select(list(held_columns)).take(pc.filter(at, changed))
     return DiffStep(wanted, rows)
 

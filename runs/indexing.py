@@ -26,7 +26,7 @@ from runs.changes import (
     sorted_chunks,
     take_rows,
 )
-from runs.diff import EMBEDDED, HELD_CLASSES, WRITTEN, ChangeClass, classify_stream
+from runs.diff import EMBEDDED, WRITTEN, ChangeClass, classify_stream
 from runs.errors import RunError, ValidationFailed
 from runs.scope import Scope
 from runs.state import Progress, Published, RunInfo, RunState, RunStatus, Stage, StageResult, as_state, timed
@@ -41,7 +41,6 @@ from vectors.index import (
     Collection,
     LazyClient,
     WriteResult,
-    changed_keys,
     collection_embedder,
     delete_ids,
     get_collection,
@@ -198,27 +197,18 @@ def stream_changes(
 
     embedded = vector_writes = metadata_writes = 0
     embed_classes = pa.array([str(c) for c in EMBEDDED], pa.string())
-    held_classes = pa.array(HELD_CLASSES, pa.string())
     gathered = _GatheredWrites(collection, step)
     for block, (table, classes) in enumerate(
         lockstep(sorted_chunks(enriched_path, batch_size=BLOCK), changes.wanted())
     ):
         kind = classes.column("class")
         upserts = table.filter(pc.is_in(kind, value_set=embed_classes))
-        rewritten = table.filter(pc.equal(kind, ChangeClass.TEXT_CHANGED.value)).select(list(HELD_COLUMNS))
+        # an upsert merges metadata into the record it replaces (a key the chunk no longer has would stay):
+        # a record whose text changed is deleted first, so it is written whole
+        replaced = table.filter(pc.equal(kind, ChangeClass.TEXT_CHANGED.value)).column("chunk_id").to_pylist()
         # an update compares metadata only: no text is turned into Python strings for it
         updates = table.filter(pc.equal(kind, ChangeClass.METADATA_CHANGED.value)).select(list(HELD_COLUMNS))
-        old = None
-        if held:  # the held rows of this block's rewritten and updated chunks, in chunk order: split by class
-            rows = take_rows(held_rows, rewritten.num_rows + updates.num_rows, carry)
-            if rows is not None:
-                of = kind.filter(pc.is_in(kind, value_set=held_classes))
-                old = rows.filter(pc.equal(of, ChangeClass.METADATA_CHANGED.value))
-                replaced = _losing_keys(rows.filter(pc.equal(of, ChangeClass.TEXT_CHANGED.value)), rewritten)
-            else:
-                replaced = []
-        else:
-            replaced = rewritten.column("chunk_id").to_pylist()
+        old = take_rows(held_rows, updates.num_rows, carry) if held else None
         if not upserts.num_rows and not updates.num_rows:
             continue
         if pending is not None and upserts.num_rows:
@@ -238,24 +228,13 @@ def stream_changes(
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded
 
 
-def _losing_keys(held: pa.Table, rewritten: pa.Table) -> list[str]:
-    """The ids of the ``rewritten`` chunks (text changed) whose record in the index (``held``: the same chunks,
-    same order) has a metadata key their new metadata lacks. Chroma's upsert merges the metadata it is sent
-    into the record it replaces, so such a record is deleted before it is written, or the key would stay; any
-    other is upserted in place (measured on 478 records of a 1 % text edit: 1.7 s, against 1.9 s deleted
-    first). Keys zan does not own are never compared, as in a metadata-only update."""
-    lost = [any(v is None for v in keys.values()) for keys in changed_keys(held, rewritten)]
-    return [i for i, gone in zip(rewritten.column("chunk_id").to_pylist(), lost, strict=True) if gone]
-
-
 class _GatheredWrites:
-    """The deletes and upserts of several blocks, sent as one Chroma call of each (a delete only where one is
-    needed) once they make a call's worth (:data:`~vectors.index.UPSERT_BATCH` rows) or the stream ends. A
-    small edit is spread over every block of the version; each Chroma write call costs a fixed ~50 ms beside
-    its rows (500 records replaced: 0.4 + 1.0 s in one call of each, 1.5 + 2.4 s in twenty), so four blocks of
-    a 1 % text edit written apart cost ~0.3 s more than together. Vectors are stored before they are gathered,
-    and what is gathered is at most a call's worth, so a run killed here loses no embedding and holds no more
-    in memory."""
+    """The deletes and upserts of several blocks, sent as one Chroma call of each once they make a call's
+    worth (:data:`~vectors.index.UPSERT_BATCH` rows) or the stream ends. A small edit is spread over every
+    block of the version; each Chroma write call costs a fixed ~50 ms beside its rows (500 records replaced:
+    0.4 + 1.0 s in one call of each, 1.5 + 2.4 s in twenty), so four blocks of a 1 % text edit written apart
+    cost ~0.3 s more than together. Vectors are stored before they are gathered, and what is gathered is at
+    most a call's worth, so a run killed here loses no embedding and holds no more in memory."""
 
     def __init__(self, collection: Collection, step: Callable[[int], None]) -> None:
         self.collection, self.step = collection, step
@@ -272,10 +251,8 @@ class _GatheredWrites:
             self.rows += upserts.num_rows
 
     def write(self) -> int:
-        """Delete the gathered records that would keep a lost key (:func:`_losing_keys`), then upsert every
-        gathered row; returns the records written."""
-        if self.replaced:
-            delete_ids(self.collection, self.replaced)
+        """Delete what the gathered rows replace, then upsert them; returns the records written."""
+        delete_ids(self.collection, self.replaced)
         written = 0
         if self.upserts:
             table = pa.concat_tables(self.upserts)
