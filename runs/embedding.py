@@ -225,9 +225,9 @@ def embeds_apart(spec: str, texts: int) -> bool:
     needs cores of its own. Any other embedder (a service, the hash one) does from :data:`SPAWN_FROM` texts:
     a spawned process cost ~0.7 s of CPU to start (its imports; the threshold was measured then, before
     helpers forked from a server that imported them once), more than the hash embedder's or a warm service's
-    whole work on a 1 % text edit (477 texts: the run 0.92x in threads), while a thread of the
-    index stage's process competes with its writes for the interpreter (a full build of 20 000 texts
-    embedded in threads: 1.08x)."""
+    whole work on a 1 % text edit (477 texts: the run 0.92x in threads), while a thread of the index stage's
+    process competes with its writes for the interpreter (a full build of 20 000 texts embedded in threads:
+    1.08x)."""
     return EmbedderSpec.parse(spec).kind in IN_PROCESS_MODELS or texts >= SPAWN_FROM
 
 
