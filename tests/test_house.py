@@ -188,6 +188,17 @@ def test_zan_help_imports_no_heavy_library() -> None:
     assert not imported & {"runs", "vectors", "lookup", "enrich", "extractors"}
 
 
+def test_a_zan_command_ends_with_what_is_alive_frozen_and_its_output_written(tmp_path: Path) -> None:
+    # the shutdown's collections then skip it (~0.3 s after a run); a failing command ends the same way
+    report = "import atexit, gc, sys; atexit.register(lambda: print('frozen', gc.get_freeze_count(), file=sys.stderr))"
+    for args, code, said in ((["--version"], 0, "zan "), (["lookup", "--home", str(tmp_path), "ст. 156"], 1, "")):
+        done = subprocess.run([sys.executable, "-c", f"{report}; sys.argv = ['zan', *{args!r}]; import cli; cli.main()"],
+                              capture_output=True, text=True, cwd=ROOT, timeout=60)  # fmt: skip
+        assert done.returncode == code and done.stdout.startswith(said), done.stderr
+        frozen = int(done.stderr.split("frozen ")[-1])
+        assert frozen > 10_000, done.stderr  # every module zan, typer and click brought in
+
+
 def test_every_command_group_has_help_with_an_example() -> None:
     runner = CliRunner()
     commands = ["run", "versions", "rollback", "enrich-collection", "fetch", "sql", "lookup", "eval", "audit"]
