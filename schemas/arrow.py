@@ -219,6 +219,12 @@ def conform(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
         table = table.cast(schema)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
         raise SchemaError(f"{name}: cannot cast to the contract: {exc}") from exc
+    return check_not_null(table, schema, name)
+
+
+def check_not_null(table: pa.Table, schema: pa.Schema, name: str) -> pa.Table:
+    """``table`` (already of ``schema``'s columns and types) or :class:`SchemaError` naming the first
+    non-nullable column that holds a null."""
     for field in schema:
         if not field.nullable and table.column(field.name).null_count:
             raise SchemaError(f"{name}: column {field.name!r} must not contain nulls")

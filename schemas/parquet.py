@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from schemas.arrow import conform
+from schemas.arrow import check_not_null, conform
 from schemas.files import atomic_writer
 
 ROW_GROUP_SIZE = 122_880  # DESIGN.md: ~2x faster DuckDB joins than one big row group
@@ -19,9 +19,13 @@ STREAM_ROWS = 8_192  # rows per batch (and row group) of a table written as a st
 
 
 def table_from_rows(rows: list[dict[str, Any]], schema: pa.Schema, name: str) -> pa.Table:
-    """Rows → a table that satisfies ``schema`` (raises SchemaError naming ``name`` otherwise)."""
+    """Rows → a table that satisfies ``schema`` (raises SchemaError naming ``name`` otherwise). Built with the
+    schema, the table already has its columns, in its order and of its types (a key a row lacks is null, one
+    the schema lacks is not read, a value of another type raises), so only the nulls are checked: the whole
+    :func:`~schemas.arrow.conform` cast ~2 ms a call, 0.25 s of the 120 documents a 1 % text edit cuts one
+    by one (``runs.build.cut_document``)."""
     table = pa.Table.from_pylist(rows, schema=schema) if rows else schema.empty_table()
-    return conform(table, schema, name)
+    return check_not_null(table, schema, name)
 
 
 def write_parquet_atomic(table: pa.Table, path: Path, schema: pa.Schema, name: str) -> Path:
