@@ -57,10 +57,11 @@ class NoopCollection:
 
 
 def apart(stage: Any, *args: Any) -> Any:
-    """``stage(state, *args)`` in a spawned process (``runs.child.in_own_process``, as ``zan run`` runs it)."""
+    """``stage(state, *args)`` in a spawned process (``runs.child.in_own_process``, fresh, as ``zan run`` runs a
+    large run's stages)."""
     from runs.child import in_own_process
 
-    return children(lambda state: in_own_process(stage, state, *args, what=f"the {stage.__name__} stage"))
+    return children(lambda state: in_own_process(stage, state, *args, what=f"the {stage.__name__} stage", fresh=True))
 
 
 def children(call: Any) -> Any:
@@ -191,7 +192,8 @@ def main() -> None:
         if args.own_processes and not args.split_enrich:  # as runs.pipeline.run does for a large run
             from runs.lexical import lexical_apart
 
-            steps += [("enrich", apart(stages.enrich, False)), ("lexical", children(lexical_apart))]
+            lexical = children(lambda s: lexical_apart(s, fresh=True))
+            steps += [("enrich", apart(stages.enrich, False)), ("lexical", lexical)]
         else:
             steps.append(("enrich", stages.enrich))
         steps.append(("index", lambda s: stages.index(s, embedder)))

@@ -10,7 +10,9 @@ would have been retried.
 
 Every helper process starts from :func:`processes`: a fork server that imported zan's stages once (POSIX), so
 a helper costs a fork, not an interpreter and its imports (~0.6 s of CPU each); never a fork of the run's own
-process, whose Arrow pools or model threads may hold locks. A helper takes the parent's environment as it is
+process, whose Arrow pools or model threads may hold locks. A large run's helpers are ``fresh`` instead: each a
+spawned interpreter, and no server is started (a fork carries the server's whole heap, and the server stays
+resident beside the run: measured in :func:`processes`). A helper takes the parent's environment as it is
 when the helper starts (:func:`start_helper`), as a spawned one would."""
 
 from __future__ import annotations
@@ -33,11 +35,18 @@ T = TypeVar("T")
 PRELOAD = ("runs.stages", "runs.lexical", "runs.embedding")
 
 
-def processes() -> ForkServerContext | SpawnContext:
+def processes(fresh: bool = False) -> ForkServerContext | SpawnContext:
     """The context a run's helper processes start from: ``forkserver`` with :data:`PRELOAD` where the platform
     has it, else ``spawn``. The server starts at the first helper and serves the process's later runs too; like
-    a spawned process, a helper holds none of its parent's memory, threads or locks."""
-    if "forkserver" not in multiprocessing.get_all_start_methods():
+    a spawned process, a helper holds none of its parent's memory, threads or locks.
+
+    ``fresh``: ``spawn`` even where a server exists, for a large run (``runs.pipeline.OWN_PROCESS_FROM``),
+    whose helpers run for tens of seconds each, so their 0.6 s start is nothing, and whose peak is a helper's
+    (the word indexes, the enrich stage). A fork of the server holds the server's heap too, not only the
+    stage's: at 2 000 acts of ``bench_kazlaw.py`` the largest helper was 505 MB forked against 423 MB
+    spawned, with the server resident beside it (79 MB); the run's tree peaked at 713 against 550 MB (sum of
+    RSS; PSS 615 against 485 MB)."""
+    if fresh or "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(list(PRELOAD))  # read when the server starts; later calls change nothing
@@ -52,11 +61,11 @@ def adopt_environment(environment: dict[str, str]) -> None:
         os.environ.update(environment)
 
 
-def start_helper(target: Callable[..., Any], *args: Any, name: str) -> tuple[BaseProcess, Any]:
-    """Start ``target(*args, send)`` in a daemon helper process (:func:`processes`) that first adopts this
-    process's environment as it is now (:func:`adopt_environment`); returns the process and the receiving end
-    of its pipe (``send``, the other end, is the helper's alone: :func:`report` writes to it)."""
-    context = processes()
+def start_helper(target: Callable[..., Any], *args: Any, name: str, fresh: bool = False) -> tuple[BaseProcess, Any]:
+    """Start ``target(*args, send)`` in a daemon helper process (:func:`processes`, ``fresh`` as there) that
+    first adopts this process's environment as it is now (:func:`adopt_environment`); returns the process and
+    the receiving end of its pipe (``send``, the other end, is the helper's alone: :func:`report` writes to it)."""
+    context = processes(fresh)
     receive, send = context.Pipe(duplex=False)
     environment = dict(os.environ)
     child = context.Process(target=_in_environment, args=(environment, target, (*args, send)), name=name, daemon=True)
@@ -114,14 +123,15 @@ def outcome(receive: Any, child: Any, what: str) -> tuple[str, Any]:
         return "error", wrapped(f"{what} failed: {type(exc).__name__}: {exc}")
 
 
-def in_own_process(work: Callable[..., T], *args: Any, what: str) -> T:
-    """``work(*args)`` in a helper process of its own (:func:`processes`; ``work`` and ``args`` pickle: a
-    module-level function and plain values); returns its result or raises its error, the child's own
-    exception when it pickles (so its class and retry class stay what they were), noted as raised there.
+def in_own_process(work: Callable[..., T], *args: Any, what: str, fresh: bool = False) -> T:
+    """``work(*args)`` in a helper process of its own (:func:`processes`, ``fresh`` as there; ``work`` and
+    ``args`` pickle: a module-level function and plain values); returns its result or raises its error, the
+    child's own exception when it pickles (so its class and retry class stay what they were), noted as raised
+    there.
     What the call holds is held by that process alone and goes with it, so two stages never stack their
     memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent, the
     child is stopped."""
-    child, receive = start_helper(_reported, work, args, what, name=f"zan {what}")
+    child, receive = start_helper(_reported, work, args, what, name=f"zan {what}", fresh=fresh)
     try:
         kind, value = outcome(receive, child, what)
     except BaseException:

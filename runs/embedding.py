@@ -156,7 +156,7 @@ IN_PROCESS_MODELS = frozenset({"e5", "st"})  # embedder kinds that compute on th
 
 @contextlib.contextmanager
 def embedding_aside(
-    state_path: RunState | Path | str, shards: list[str], workers: int, apart: bool | None = None
+    state_path: RunState | Path | str, shards: list[str], workers: int, apart: bool | None = None, fresh: bool = False
 ) -> Iterator[Callable[[], bool]]:
     """Embed every shard while the ``with`` body runs: the index stage, which is handed the yielded
     ``pending`` and, block by block, waits for the vectors it needs to be stored
@@ -164,7 +164,8 @@ def embedding_aside(
     core and embedding mostly waits on the model or the service, so the two overlap and the shorter is hidden.
 
     Each shard embeds in a helper process of its own (:func:`runs.child.processes`; ``zan run --workers N``:
-    one core each) or in a thread of this process, as :func:`embeds_apart` decides (``apart`` overrides it).
+    one core each; ``fresh`` as there) or in a thread of this process, as :func:`embeds_apart` decides
+    (``apart`` overrides it).
 
     ``pending()`` is True while a shard is still embedding and raises the first shard's error (the others are
     stopped); at the end the shards are awaited and the longest shard's seconds recorded as ``embed`` (the
@@ -175,7 +176,10 @@ def embedding_aside(
     indices = [n for n in (int(ref.rsplit("#", 1)[1]) for ref in shards) if _rows(shard_path(state, n))]
     apart = embeds_apart(state.embedder_spec, state.to_embed) if apart is None else apart
     running: list[_Shard] = [
-        (_ShardProcess if apart else _ShardThread)(str(state.path), shard, threads_each(workers)) for shard in indices
+        _ShardProcess(str(state.path), shard, threads_each(workers), fresh)
+        if apart
+        else _ShardThread(str(state.path), shard, threads_each(workers))
+        for shard in indices
     ]
     done: set[int] = set()
     seconds = [0.0]  # the longest shard's own time
@@ -246,9 +250,11 @@ class _Shard(Protocol):
 
 
 class _ShardProcess:
-    def __init__(self, state_path: str, index: int, threads: int) -> None:
+    def __init__(self, state_path: str, index: int, threads: int, fresh: bool) -> None:
         self.index = index
-        self.child, self.receive = start_helper(_embed_child, state_path, index, threads, name=f"zan-embed-{index}")
+        self.child, self.receive = start_helper(
+            _embed_child, state_path, index, threads, name=f"zan-embed-{index}", fresh=fresh
+        )
 
     def poll(self) -> tuple[str, Any] | None:
         if not self.receive.poll() and self.child.is_alive():

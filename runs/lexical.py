@@ -28,19 +28,20 @@ def lexical_jobs(state: RunState) -> list[tuple[Path, Path, Path | None]]:
 
 
 @contextlib.contextmanager
-def lexical_aside(state_path: RunState | Path | str) -> Iterator[None]:
+def lexical_aside(state_path: RunState | Path | str, fresh: bool = False) -> Iterator[None]:
     """Build the run's BM25 index (:func:`lexical_jobs`) in a process of its own while the ``with`` body
     runs, then wait for it and add its seconds to the run's ``lexical``. Meant for the embed and index
     stages, which leave a core idle (Chroma's write holds one; the embedder mostly waits on its model or
     service): the build's time is hidden instead of added. Nothing changes in what is built (the same
     function, the same files). The process only writes its index folder (never the state file); if the body
     fails it is stopped, and if the build fails the run fails with its error (a RunError that keeps the error's
-    retry class: :func:`runs.child.wrapped`), before anything is published."""
+    retry class: :func:`runs.child.wrapped`), before anything is published. ``fresh``: the process is a spawned
+    interpreter (:func:`runs.child.processes`)."""
     jobs = lexical_jobs(as_state(state_path))
     if not jobs:
         yield
         return
-    child, receive = start_helper(_lexical_child, jobs, name="zan-lexical")
+    child, receive = start_helper(_lexical_child, jobs, name="zan-lexical", fresh=fresh)
     try:
         yield
     except BaseException:  # the body's own error (an EOFError of the body's is never taken for the build's)
@@ -64,11 +65,11 @@ def lexical_aside(state_path: RunState | Path | str) -> Iterator[None]:
     )
 
 
-def lexical_apart(state_path: RunState | Path | str) -> None:
+def lexical_apart(state_path: RunState | Path | str, fresh: bool = False) -> None:
     """Build the run's BM25 index in a process of its own now (:func:`lexical_aside` with nothing beside it):
     a large run in one process does, so the word indexes' build (the bridge's EM holds ~250 MB whatever the
     corpus) does not stack on what the enrich stage holds."""
-    with lexical_aside(state_path):
+    with lexical_aside(state_path, fresh):
         pass
 
 

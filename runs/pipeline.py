@@ -42,7 +42,9 @@ __all__ = ["DEFAULT_SAMPLE", "Published", "RunError", "RunInfo", "RunOptions", "
 # indexes each run in a process of their own, as Airflow runs each task: the word indexes' build (the bridge's
 # EM, ~250 MB at any size) then no longer stacks on what enrich holds for the corpus (its registry, keys, the
 # history's runs). Measured on kazakhstan-law scopes (benchmarks/README.md, "Peak memory, whole runs": 1.37× →
-# 1.15× from 2 000 to 20 000 acts); below it the spawn (~0.4 s a stage) would cost more than it saves.
+# 1.15× from 2 000 to 20 000 acts); below it the spawn (~0.4 s a stage) would cost more than it saves. Such a
+# run's helpers (extracting processes, stages, word indexes, embedding shards) are spawned interpreters, not
+# forks of the helpers' server (runs.child.processes, fresh): a fork holds the server's heap beside the stage's.
 OWN_PROCESS_FROM = 1000
 
 # Bytes of files to read worth an extracting process of their own: starting one (Python, the extractors'
@@ -57,7 +59,8 @@ def _noop(stage: str, done: int, total: int) -> None:
 
 
 def _large(state: RunState) -> bool:
-    """Whether the run's registry, enrich and word-index builds are worth a process each (:data:`OWN_PROCESS_FROM`)."""
+    """Whether the run's registry, enrich and word-index builds are worth a process each, each a fresh
+    interpreter (:data:`OWN_PROCESS_FROM`)."""
     return sum(map(len, state.shards)) + len(state.reused) >= OWN_PROCESS_FROM
 
 
@@ -93,6 +96,7 @@ def run(
         shard_bytes=SHARD_BYTES,
     )
     state = RunState.load(path)  # once: the stages below share it (read again after a stage run elsewhere)
+    large = _large(state)  # its helpers are spawned interpreters: a fork of the server holds its heap too
     checked = None
     with _finishing(path):
         if workers > 1 and state.shards and any(state.shards):
@@ -102,26 +106,26 @@ def run(
                 _import_aside("chromadb")
             else:
                 checked = check_aside(Path(state.home))
-        stages.extract_all(state, workers, progress)
-        apart = _large(state) if own_processes is None else own_processes
+        stages.extract_all(state, workers, progress, fresh=large)
+        apart = large if own_processes is None else own_processes
         # with workers, the BM25 build and the embedding run in processes of their own beside the index stage,
         # whose Chroma writes hold one core (benchmarks/README.md, "zan against LangChain"); in one process the
         # BM25 build is part of enrich and the index stage embeds block by block
         aside = workers > 1
         if apart:  # each in a process of its own, the BM25 build after enrich too (or beside the index stage)
             del state  # they read the state from its file: this process holds none of it while they run
-            in_own_process(stages.registry, path, what="the registry stage")
-            in_own_process(stages.enrich, path, False, what="the enrich stage")
+            in_own_process(stages.registry, path, what="the registry stage", fresh=large)
+            in_own_process(stages.enrich, path, False, what="the enrich stage", fresh=large)
             if not aside:
-                lexical_apart(path)
+                lexical_apart(path, fresh=large)
             state = RunState.load(path)
         else:
             stages.registry(state)
             stages.enrich(state, lexical=not aside)
         if aside:
-            with stages.lexical_aside(state):
+            with stages.lexical_aside(state, fresh=large):
                 shards = plan_embedding(state, workers)
-                with embedding_aside(state, shards, workers) as pending:
+                with embedding_aside(state, shards, workers, fresh=large) as pending:
                     stages.index(state, embedder, progress, pending, checked)
         else:
             stages.index(state, embedder, progress, checked=checked)

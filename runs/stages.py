@@ -123,12 +123,14 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
     return out
 
 
-def extract_all(state_path: RunState | Path | str, workers: int = 1, progress: Progress | None = None) -> None:
+def extract_all(
+    state_path: RunState | Path | str, workers: int = 1, progress: Progress | None = None, fresh: bool = False
+) -> None:
     """Every shard of the run: here, file by file, when ``workers`` is 1 (or there is one shard); else each
-    in one of ``workers`` helper processes (:func:`runs.child.processes`: never a fork of this one, whose Arrow
-    pools may hold locks), each in this process's environment, progress counted in shards. Shards are written
-    to their own files, so the version is the same either way (the registry orders documents by source file,
-    not by shard)."""
+    in one of ``workers`` helper processes (:func:`runs.child.processes`, ``fresh`` as there: never a fork of
+    this one, whose Arrow pools may hold locks), each in this process's environment, progress counted in
+    shards. Shards are written to their own files, so the version is the same either way (the registry orders
+    documents by source file, not by shard)."""
     state = as_state(state_path)
     shards = len(state.shards)
     if workers <= 1 or shards <= 1:
@@ -137,7 +139,7 @@ def extract_all(state_path: RunState | Path | str, workers: int = 1, progress: P
         return
     pool = ProcessPoolExecutor(
         max_workers=min(workers, shards),
-        mp_context=processes(),
+        mp_context=processes(fresh),
         initializer=adopt_environment,
         initargs=(dict(os.environ),),
     )

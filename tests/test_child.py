@@ -1,6 +1,7 @@
 """Where a run's helper processes start from (:func:`runs.child.processes`): a fork server that imported the
 stages once, never a fork of the run's own process, and each helper in its parent's environment as it is
-when the helper starts (the fork server's own is the one it started with)."""
+when the helper starts (the fork server's own is the one it started with); a large run's helpers are spawned
+interpreters instead (``fresh``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runs import stages
+from runs import child, pipeline, stages
 from runs.child import PRELOAD, in_own_process, processes
 from schemas.arrow import REJECT_SCHEMA
 from schemas.parquet import read_parquet
@@ -74,3 +75,34 @@ def test_extracting_processes_read_the_file_size_limit_set_after_an_earlier_run(
         over = sorted(r["source_file"] for r in rejects if "ZAN_MAX_FILE_MB" in r["reason"])
         assert over == (read if limit else []), rejects
         stages.finish(state)
+
+
+def test_a_fresh_helper_is_an_interpreter_this_process_spawned() -> None:
+    """``fresh`` (a large run's helpers): spawned by this process itself, never forked by the server, whose
+    heap a fork would hold beside the stage's."""
+    assert processes(fresh=True).get_start_method() == "spawn"
+    pid, parent, _ = in_own_process(_where, what="a fresh helper", fresh=True)
+    assert pid != os.getpid() and parent == os.getpid()
+
+
+def test_a_large_runs_helpers_are_all_fresh_and_a_small_runs_fork_from_the_server(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every helper a run starts (its stages apart, the word indexes beside the index stage) asks for a fresh
+    interpreter exactly when the run is large (``OWN_PROCESS_FROM`` files and documents)."""
+    asked: list[bool] = []
+    real = child.processes
+
+    def watched(fresh: bool = False) -> object:
+        asked.append(fresh)
+        return real(fresh)
+
+    monkeypatch.setattr(child, "processes", watched)
+    monkeypatch.setattr(stages, "processes", watched)
+    assert pipeline.run([SAMPLE], tmp_path / "small", workers=2).status == "published"
+    small = list(asked)
+    asked.clear()
+    monkeypatch.setattr(pipeline, "OWN_PROCESS_FROM", 5)  # the sample's files are above it
+    assert pipeline.run([SAMPLE], tmp_path / "large", workers=2).status == "published"
+    assert small and not any(small)  # the word indexes' process, forked from the server
+    assert len(asked) >= 3 and all(asked)  # the registry and enrich stages and the word indexes, at least

@@ -298,11 +298,11 @@ def test_a_large_runs_registry_and_enrich_run_in_processes_of_their_own_and_publ
     source = tmp_path / "source"
     shutil.copytree(SAMPLE, source)
     (source / "broken.html").write_bytes(b"\x00\x01 not a page")
-    apart: list[str] = []
+    apart: list[tuple[str, bool]] = []
 
-    def watched(work, *args, what: str):  # type: ignore[no-untyped-def]
-        apart.append(what)
-        return in_own_process(work, *args, what=what)
+    def watched(work, *args, what: str, fresh: bool = False):  # type: ignore[no-untyped-def]
+        apart.append((what, fresh))
+        return in_own_process(work, *args, what=what, fresh=fresh)
 
     monkeypatch.setattr(pipeline, "in_own_process", watched)
     homes = {"one": tmp_path / "one", "apart": tmp_path / "apart"}
@@ -310,7 +310,7 @@ def test_a_large_runs_registry_and_enrich_run_in_processes_of_their_own_and_publ
     assert apart == []
     monkeypatch.setattr(pipeline, "OWN_PROCESS_FROM", 5)  # the sample's files are above it
     info = run([source], homes["apart"])
-    assert apart == ["the registry stage", "the enrich stage"]
+    assert apart == [("the registry stage", True), ("the enrich stage", True)]  # spawned: runs.child.processes
     assert info.status == "published" and info.seconds["registry"] > 0 and info.seconds["enrich"] > 0
     for name in ("registry.parquet", "enriched_chunks.parquet", "rejects.parquet", "lineage.parquet"):
         one, two = (pq.read_table(published_file(home, name)) for home in homes.values())
