@@ -42,7 +42,7 @@ def processes(fresh: bool = False) -> ForkServerContext | SpawnContext:
 
     ``fresh``: ``spawn`` even where a server exists, for a large run (``runs.pipeline.OWN_PROCESS_FROM``),
     whose helpers run for tens of seconds each, so their 0.6 s start is nothing, and whose peak is a helper's
-    (the word indexes, the enrich stage). A fork of the server holds the server's heap too, not only the
+    (a stage's: the word indexes, the registry stage). A fork of the server holds the server's heap too, not only the
     stage's: at 2 000 acts of ``bench_kazlaw.py`` the largest helper was 505 MB forked against 423 MB
     spawned, with the server resident beside it (79 MB); the run's tree peaked at 713 against 550 MB (sum of
     RSS; PSS 615 against 485 MB)."""
@@ -127,10 +127,9 @@ def in_own_process(work: Callable[..., T], *args: Any, what: str, fresh: bool = 
     """``work(*args)`` in a helper process of its own (:func:`processes`, ``fresh`` as there; ``work`` and
     ``args`` pickle: a module-level function and plain values); returns its result or raises its error, the
     child's own exception when it pickles (so its class and retry class stay what they were), noted as raised
-    there.
-    What the call holds is held by that process alone and goes with it, so two stages never stack their
-    memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent, the
-    child is stopped."""
+    there. What the call holds is held by that process alone and goes with it, so two stages never stack
+    their memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent,
+    the child is stopped."""
     child, receive = start_helper(_reported, work, args, what, name=f"zan {what}", fresh=fresh)
     try:
         kind, value = outcome(receive, child, what)
