@@ -85,6 +85,23 @@ def test_a_fresh_helper_is_an_interpreter_this_process_spawned() -> None:
     assert pid != os.getpid() and parent == os.getpid()
 
 
+def test_fresh_extracting_processes_extract_what_forked_ones_do(tmp_path: Path) -> None:
+    """A large run's extracting processes (spawned, ``extract_all(..., fresh=True)``) run every shard in a
+    process of their own and write what forked ones write: the same documents and rejects per shard."""
+    written: list[list[bytes]] = []
+    for fresh in (False, True):
+        state = stages.begin(tmp_path / f"home-{fresh}", [SAMPLE / "standards"], shards=2, holder="process")
+        stages.extract_all(state, 2, fresh=fresh)
+        work = stages.RunState.load(state).work
+        shards = sorted(work.glob("shard-*.json"))
+        assert len(shards) == 2 and os.getpid() not in {json.loads(p.read_text())["pid"] for p in shards}
+        rejects = [read_parquet(p, REJECT_SCHEMA, "rejects") for p in sorted(work.glob("shard-*.rejects.parquet"))]
+        written.append([t.drop_columns(["run_id"]).to_pylist().__repr__().encode() for t in rejects])
+        written[-1] += [p.read_bytes() for p in sorted(work.glob("shard-*.docs"))]
+        stages.finish(state)
+    assert written[0] == written[1] and len(written[0]) >= 4
+
+
 def test_a_large_runs_helpers_are_all_fresh_and_a_small_runs_fork_from_the_server(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
