@@ -104,12 +104,13 @@ def test_the_registry_stage_builds_from_the_cuts_made_at_extraction_and_reads_no
     import runs.stages
     from runs import stages
 
+    corpus = corpus_file("")  # the whole shared corpus, or a skip saying where it was looked for
     staged = {}
     for name, cut in (("cut", True), ("uncut", False)):
         with monkeypatch.context() as patch:
             if not cut:
                 patch.setattr(runs.stages, "cut_document", lambda document, parse=None: None)
-            state = stages.begin(tmp_path / name, [SAMPLE, CORPUS], holder="process")
+            state = stages.begin(tmp_path / name, [SAMPLE, corpus], holder="process")
             stages.extract_all(state)
         with monkeypatch.context() as patch:
             if cut:
