@@ -13,7 +13,7 @@ from schemas.kinds import DocType
 from schemas.links import link_problem
 
 
-@dataclass
+@dataclass(slots=True)
 class Requisites:
     """Identifier fields of one document, as far as its source states them."""
 
@@ -50,7 +50,7 @@ class Requisites:
         return Requisites(**merged)
 
 
-@dataclass
+@dataclass(slots=True)
 class Unit:
     """One structural unit of a document: an article, a standard's section, a preamble or an appendix.
 
@@ -73,7 +73,7 @@ class Unit:
         self.points.append(point)
 
 
-@dataclass
+@dataclass(slots=True)
 class HeadingTally:
     """What became of every article-heading-like line of one source (``zan audit`` compares it with the
     same lines counted straight from the source): read as an article of the act or of an annex, or set
@@ -96,7 +96,7 @@ class HeadingTally:
         return max(0, self.in_source - self.explained)
 
 
-@dataclass
+@dataclass(slots=True)
 class Document:
     """A parsed document: requisites plus ordered structural units, in one language."""
 
@@ -138,7 +138,7 @@ class Document:
         return dataclasses.replace(self, units=[], outline=outline)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Outline:
     """What a document header keeps of its units."""
 
