@@ -347,7 +347,7 @@ def _rows_and_chunks(
 
     with parquet_stream(notes_out, LINEAGE_SCHEMA, "lineage") as notes:
         write_parquet_stream(chunks(notes), out, CHUNK_SCHEMA, "chunks")
-    return pa.concat_tables([REGISTRY_SCHEMA.empty_table(), *registry_parts]).combine_chunks(), rejects
+    return pa.concat_tables([REGISTRY_SCHEMA.empty_table(), *registry_parts]), rejects  # not combined: a second copy
 
 
 def _duplicate(chunks: pa.Table) -> tuple[str, str] | None:
