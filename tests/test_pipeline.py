@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import os
 import shutil
@@ -327,4 +329,30 @@ def test_a_large_runs_registry_and_enrich_run_in_processes_of_their_own_and_publ
         in_own_process(stages.enrich, state, True, what="the enrich stage")
     assert str(there.value) == str(here.value)
     assert any("the enrich stage" in note for note in there.value.__notes__)
+    stages.finish(state)
+
+
+def test_a_run_state_saved_a_field_at_a_time_is_one_json_object_that_loads_back(tmp_path: Path) -> None:
+    """``RunState.save`` writes each field's JSON in turn (the whole state as one string was a large run's
+    peak): the file is still one JSON object with every field, non-ASCII text and dates as before."""
+    from runs import stages
+
+    state = stages.begin(tmp_path / "home", [SAMPLE / "standards"], holder="process")
+    loaded = stages.RunState.load(state)
+    info = loaded.info
+    loaded.info = {"sources": ["Приказ МТСЗН № 211 — «кавычки»\n"], "when": dt.date(2026, 12, 6)}
+    loaded.save()
+    raw = json.loads(loaded.path.read_text("utf-8"))
+    assert set(raw) == {f.name for f in dataclasses.fields(stages.RunState)}
+    again = stages.RunState.load(loaded.path)
+    assert again.info == {"sources": ["Приказ МТСЗН № 211 — «кавычки»\n"], "when": "2026-12-06"}
+    assert (again.keys, again.shards, again.scope, again.stage) == (
+        loaded.keys,
+        loaded.shards,
+        loaded.scope,
+        loaded.stage,
+    )
+    assert again.keys and again.shards
+    loaded.info = info  # the run's own, for finish
+    loaded.save()
     stages.finish(state)
