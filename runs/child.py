@@ -42,8 +42,8 @@ def processes(fresh: bool = False) -> ForkServerContext | SpawnContext:
 
     ``fresh``: ``spawn`` even where a server exists, for a large run (``runs.pipeline.OWN_PROCESS_FROM``),
     whose helpers run for tens of seconds each, so their 0.6 s start is nothing, and whose peak is a helper's
-    (a stage's: the word indexes, the registry stage). A fork of the server holds the server's heap too, not only the
-    stage's: at 2 000 acts of ``bench_kazlaw.py`` the largest helper was 505 MB forked against 423 MB
+    (a stage's: the word indexes at 2 000 and 20 000 acts). A fork of the server holds the server's heap too, not
+    only the stage's: at 2 000 acts of ``bench_kazlaw.py`` the largest helper was 505 MB forked against 423 MB
     spawned, with the server resident beside it (79 MB); the run's tree peaked at 713 against 550 MB (sum of
     RSS; PSS 615 against 485 MB)."""
     if fresh or "forkserver" not in multiprocessing.get_all_start_methods():
