@@ -43,6 +43,7 @@ ARTICLE_HEADINGS = (
     re.compile(rf"^{_LABEL}\s*-?\s*(?:бап|БАП)(?:\s*\.\s*|\s*$|\s+(?=[А-ЯЁӘҒҚҢӨҰҮҺІA-Z<«\"]))(?P<title>.*)$"),
     re.compile(rf"^(?:Article|ARTICLE)\s+{_LABEL}(?:\s*\.\s*|\s*$|\s+(?=[A-Z]))(?P<title>.*)$"),
 )
+_DIGITS = frozenset("0123456789")
 _ARTICLE_FIRST = frozenset("СA0123456789")  # every article heading starts with one of these (Статья, Article, 156-бап)
 # What counts as an article-heading-like line when tallying a source (independent of the rules above).
 HEADING_LIKE = re.compile(
@@ -92,6 +93,13 @@ _SIGNATURE = re.compile(
 _MAYBE_HEADING = re.compile(
     r"^(?:Стат|СТАТ|Arti|ARTI|Sect|\d|Глав|ГЛАВ|Разд|РАЗД|Пара|ПАРА|§|Прил|ПРИЛ|УТВЕ|Утве|Қосы|ҚОСЫ|Бекі|БЕКІ|"
     r"Anne|ANNE|Appe|APPE|ОБЩ|ОСОБ|ЖАЛП|ЕРЕК|GENE|SPEC|Part|Chap)"
+)
+# A line that opens with a digit is a heading only as «156-бап», «1-БӨЛІМ», «2-тарау», «3-параграф» or «1-қосымша»
+# (or when the source marks it): without one of these words it is a пункт or text, which most lines of an act are.
+# (Matched at the start, dashes of any spelling, any case: a superset of those rules' digit-led forms.)
+_DIGIT_HEADING = re.compile(
+    rf"\d+(?:\s*{ANY_DASH}\s*\d+)?(?:\s*(?:bis|ter|quater))?\s*{ANY_DASH}?\s*(?:бап|бөлім|тарау|параграф|қосымша)",
+    re.IGNORECASE,
 )
 # Editorial notes written as plain lines, without note markup: «Сноска.», «Примечание ИЗПИ!», «Ескерту.»
 _EDITORIAL_NOTE = re.compile(r"^(Сноска|Примечание|Ескерту|РҚАО|ҚРЗАИ)", re.IGNORECASE)
@@ -258,8 +266,11 @@ class _Builder:
 
     def _heading(self, line: Line, text: str) -> bool:
         """Open a unit if ``text`` is a heading; False when it is ordinary text."""
-        if not line.heading and not _MAYBE_HEADING.match(text) and not text.endswith(("бекітілген", "БЕКІТІЛГЕН")):
-            return False  # most lines: plain text that no heading rule could take (a cheap test first)
+        if not line.heading and (
+            (not _MAYBE_HEADING.match(text) and not text.endswith(("бекітілген", "БЕКІТІЛГЕН")))
+            or (text[0] in _DIGITS and not _DIGIT_HEADING.match(text))
+        ):
+            return False  # most lines: plain text or a пункт, which no heading rule could take (cheap tests first)
         article = match_article(text)
         if article:
             if self._next_article(article[0], strict=not line.heading):
