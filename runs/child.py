@@ -53,6 +53,20 @@ def processes(fresh: bool = False) -> ForkServerContext | SpawnContext:
     return context
 
 
+def start_server_early(fresh: bool = False) -> bool:
+    """Start the fork server of :func:`processes` now, when the platform has one and ``fresh`` is false, so its
+    imports (~0.6 s) run beside the caller's own work (a run's planning) instead of before the first helper.
+    Returns whether a server is (now) starting or running. The call only starts the server's process: it
+    does not wait for the server's imports."""
+    context = processes(fresh)
+    if not isinstance(context, ForkServerContext):
+        return False
+    from multiprocessing import forkserver
+
+    forkserver.ensure_running()
+    return True
+
+
 def adopt_environment(environment: dict[str, str]) -> None:
     """Make this helper's environment ``environment`` (its parent's when it started: the fork server's own is
     the one it was started with, and a setting such as ``ZAN_MAX_FILE_MB`` may have changed since)."""

@@ -21,8 +21,11 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from runs import stages
-from runs.child import in_own_process
+from runs.child import in_own_process, start_server_early
 from runs.embedding import embedding_aside, plan_embedding
 from runs.errors import RunError as RunError
 from runs.errors import ShrinkRefused as ShrinkRefused
@@ -30,7 +33,7 @@ from runs.lexical import lexical_apart
 from runs.memory import lean_arrow_memory
 from runs.scope import DEFAULT_SAMPLE as DEFAULT_SAMPLE
 from runs.state import Progress, Published, RunInfo, RunOptions, RunState
-from schemas.published import check_home
+from schemas.published import check_home, published_dir
 from vectors.embed import Embedder
 from vectors.embedders import embedder_for
 from vectors.repair import check_aside
@@ -64,6 +67,19 @@ def _large(state: RunState) -> bool:
     return sum(map(len, state.shards)) + len(state.reused) >= OWN_PROCESS_FROM
 
 
+def _small(home: Path) -> bool:
+    """Whether the published version (if any) is below :data:`OWN_PROCESS_FROM` documents, read from its
+    registry's footer: a run from it is likely small too, its helpers forked from the fork server (a first
+    run, or one from a large version, starts no server before it knows)."""
+    folder = published_dir(home)
+    if folder is None:
+        return False
+    try:
+        return bool(pq.read_metadata(folder / "registry.parquet").num_rows < OWN_PROCESS_FROM)
+    except (OSError, pa.ArrowException):
+        return False
+
+
 def run(
     sources: list[Path] | None,
     home: Path,
@@ -83,6 +99,8 @@ def run(
     lean_arrow_memory()
     options = options or RunOptions()
     embedder = embedder or embedder_for(home)
+    if workers > 1 and _small(home):  # its helpers will fork from the server: it imports while the run plans
+        start_server_early()
     embedder_id = embedder.bind(home, record=not options.dry_run)
     path = stages.begin(
         home,

@@ -123,3 +123,27 @@ def test_a_large_runs_helpers_are_all_fresh_and_a_small_runs_fork_from_the_serve
     assert pipeline.run([SAMPLE], tmp_path / "large", workers=2).status == "published"
     assert small and not any(small)  # the word indexes' process, forked from the server
     assert len(asked) >= 3 and all(asked)  # the registry and enrich stages and the word indexes, at least
+
+
+def test_a_run_from_a_small_version_starts_the_fork_server_before_it_plans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The server's imports run beside the run's planning when the published version is small (its helpers
+    will fork from it); a first run, one from a large version and a run in one process start none early."""
+    calls: list[str] = []
+    real_start, real_begin = pipeline.start_server_early, stages.begin
+    monkeypatch.setattr(pipeline, "start_server_early", lambda: calls.append("server") or real_start())
+    monkeypatch.setattr(stages, "begin", lambda *a, **k: calls.append("begin") or real_begin(*a, **k))
+    home = tmp_path / "home"
+    pipeline.run([SAMPLE / "standards"], home, workers=2)
+    assert calls == ["begin"]  # nothing published yet: no guess at the run's size
+    calls.clear()
+    pipeline.run([SAMPLE / "standards"], home, workers=2)
+    assert calls == ["server", "begin"]
+    calls.clear()
+    pipeline.run([SAMPLE / "standards"], home, workers=1)
+    assert calls == ["begin"]
+    calls.clear()
+    monkeypatch.setattr(pipeline, "OWN_PROCESS_FROM", 2)  # the version's documents are above it
+    pipeline.run([SAMPLE / "standards"], home, workers=2)
+    assert calls == ["begin"]
