@@ -18,10 +18,11 @@ from pathlib import PurePath
 
 from lxml.etree import _Element
 
-from extractors.html_lines import TooDeep, body_lines, parse_html, text_content
+from extractors.blocks import page_lines
+from extractors.html_lines import TooDeep, parse_html, text_content
 from extractors.model import Document, ExtractError, Requisites
 from extractors.requisites import code_requisites, doc_type_of, parse_requisites
-from extractors.structure import build, count_heading_like
+from extractors.structure import build
 from schemas.identifiers import ADILET_ID, canonical_adilet_id, normalize_space
 from schemas.reference import code_by_adilet_id, code_by_title
 from schemas.statuses import says_repealed, status_of, status_of_css
@@ -33,7 +34,8 @@ _LANG = {"rus": "rus", "kaz": "kaz", "eng": "eng"}
 
 def parse_adilet_html(text: str, source_file: str) -> Document:
     """Parse one adilet page. Raises :class:`ExtractError` when the page has no body or no identity."""
-    root = parse_html(text, source_file)
+    source = text.encode("utf-8")
+    root = parse_html(source, source_file)
     article = root.find(".//article")
     if article is None:
         raise ExtractError(source_file, "no <article> body: not an adilet document page")
@@ -41,12 +43,13 @@ def parse_adilet_html(text: str, source_file: str) -> Document:
     requisites = _header(root, adilet_id, language)
     notices: list[str] = []
     try:
-        units, tally = build(body_lines(article, notices))
+        lines, heading_like = page_lines(article, source, notices)  # the blocks read before are remembered
+        units, tally = build(lines)
     except TooDeep as exc:
         raise ExtractError(source_file, str(exc)) from exc
     if not units:
         raise ExtractError(source_file, "the <article> body holds no text")
-    tally.in_source = count_heading_like(article.itertext())
+    tally.in_source = heading_like
     notes = [n for u in units[:2] for n in u.notes]
     if requisites.status in (None, "unknown") and any(says_repealed(n) for n in notes):
         requisites.status = "repealed"

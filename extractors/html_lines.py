@@ -16,7 +16,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TypeAlias
 
@@ -24,7 +24,14 @@ from lxml import etree
 from lxml.etree import ParserError, _Element
 
 from extractors.model import ExtractError
-from extractors.structure import Line, is_editorial_note, match_article, split_heading_lines, structural_rank
+from extractors.structure import (
+    Line,
+    count_heading_like,
+    is_editorial_note,
+    match_article,
+    split_heading_lines,
+    structural_rank,
+)
 from schemas.errors import ZanError
 from schemas.identifiers import normalize_space
 
@@ -247,6 +254,90 @@ def body_lines(body: _Element, notices: list[str] | None = None) -> list[Line]:
     return collector.lines
 
 
+# What a top-level block of a page gave (:func:`lines_by_block`): its lines (normalized text, marked heading, note),
+# the notes cut inside it, and how many of its text nodes read like an article heading.
+BlockLines: TypeAlias = tuple[tuple[tuple[str, bool, bool], ...], tuple[str, ...], int]
+_FLUSHING = _BLOCKS | _HEADINGS | {"table", "br"}  # a child that ends the line before it and leaves none open
+
+
+def block_starts(body: _Element) -> list[bool]:
+    """Per child of ``body``: whether it starts a block (:func:`lines_by_block`): an element that ends the line
+    before it and leaves none open after it. A block runs to the next one: the text, inline elements and
+    comments after it belong to it (their line ends where the next block starts)."""
+    return [c.tag.__class__ is str and c.tag.lower() in _FLUSHING and c.tag.lower() not in _SKIP for c in body]
+
+
+def lines_by_block(
+    body: _Element,
+    keys: list[bytes | None],
+    known: Mapping[bytes, BlockLines],
+    read: dict[bytes, BlockLines],
+    notices: list[str] | None = None,
+) -> tuple[list[Line], int]:
+    """:func:`body_lines` of ``body`` (not itself a note), and how many of its text nodes read like an article
+    heading (:func:`~extractors.structure.count_heading_like` of its ``itertext()``), a block at a time
+    (:func:`block_starts`: a block runs to the next one, and its lines depend on its own markup alone), each
+    with its key (``keys``, one per child: :mod:`extractors.blocks`; None for a child that starts no block, and
+    for a block read as it is). A ``known`` block gives the lines it gave before; any other keyed block is read,
+    and what it gave is added to ``read``. The lines of a keyed block come back normalized
+    (:func:`~schemas.identifiers.normalize_space`, ``normalized=True``), read or remembered alike, so the
+    structure builder does not normalize them again."""
+    collector = _Collector()
+    lines, cuts = collector.lines, collector.cuts
+    heading_like = _heading_like(body.text)
+    collector.add(body.text, False, False)
+    collector.depth = 1  # as inside :meth:`_Collector.content` of ``body``
+    key: bytes | None = None  # the block being read (None: before the first, or one that is not keyed)
+    skipping = False  # inside a known block, whose lines are already out
+    start = cut = counted = 0
+    for child, child_key, begins in zip(body, keys, block_starts(body), strict=True):
+        if begins:  # the block before ends here
+            if key is not None and not skipping:
+                _remember(collector, key, start, cut, heading_like - counted, read)
+            skipping = False
+        if child_key is not None:
+            collector.flush()
+            key, block = child_key, known.get(child_key)
+            skipping = block is not None
+            if block is not None:
+                lines += [Line(text, heading, note, True) for text, heading, note in block[0]]
+                cuts += block[1]
+                heading_like += block[2]
+                continue
+            start, cut, counted = len(lines), len(cuts), heading_like
+        elif begins:
+            key = None  # a block without a key: read as it is
+        elif skipping:
+            continue
+        collector.child(child, False, None)
+        if child.tag.__class__ is str:
+            heading_like += count_heading_like(child.itertext())
+        heading_like += _heading_like(child.tail)
+        collector.add(child.tail, False, False)
+    if key is not None and not skipping:
+        _remember(collector, key, start, cut, heading_like - counted, read)
+    collector.flush()
+    if notices is not None:
+        notices += [f"an editorial note did not close: it was ended at «{lead}»" for lead in cuts]
+    return lines, heading_like
+
+
+def _remember(
+    collector: _Collector, key: bytes, start: int, cut: int, counted: int, read: dict[bytes, BlockLines]
+) -> None:
+    """End the block read since ``lines[start]`` (its last line flushed), keep what it gave in ``read`` (with
+    ``counted``, its heading-like text nodes) and put its lines back normalized."""
+    collector.flush()
+    made = tuple((normalize_space(line.text), line.heading, line.note) for line in collector.lines[start:])
+    read[key] = (made, tuple(collector.cuts[cut:]), counted)
+    collector.lines[start:] = [Line(text, heading, note, True) for text, heading, note in made]
+
+
+def _heading_like(text: str | None) -> int:
+    """:func:`~extractors.structure.count_heading_like` of one text node (most are blank: no regex)."""
+    return count_heading_like([text]) if text and not text.isspace() else 0
+
+
 def text_content(el: _Element) -> str:
     """Every text node under ``el``, in order (what ``lxml.html``'s ``text_content()`` gives; comments and
     processing instructions are not text)."""
@@ -264,10 +355,10 @@ def _lead(el: _Element, size: int = 120) -> str:
     return "".join(out)
 
 
-def parse_html(text: str, source_file: str) -> _Element:
+def parse_html(text: str | bytes, source_file: str) -> _Element:
     """The page's tree, or :class:`ExtractError`. libxml2's limits on depth and text-node size are raised on
     purpose (the file size is bounded before this), and anything the parser still had to stop at is a
-    reject: a page is never read in part without saying so."""
+    reject: a page is never read in part without saying so. ``text``: the page's text, or its UTF-8 bytes."""
     if not text.strip():
         raise ExtractError(source_file, "empty file")
     # Plain elements (lxml.html's per-element class lookup cost ~5 % of extraction). The text goes in as UTF-8
@@ -275,7 +366,7 @@ def parse_html(text: str, source_file: str) -> _Element:
     # as such), and a declared or <meta> charset must not override the decoding already done.
     parser = etree.HTMLParser(huge_tree=True, encoding="utf-8")
     try:
-        root = etree.fromstring(text.encode("utf-8"), parser=parser)
+        root = etree.fromstring(text if isinstance(text, bytes) else text.encode("utf-8"), parser=parser)
     except (ParserError, ValueError) as exc:
         raise ExtractError(source_file, f"not parseable as HTML: {exc}") from exc
     if root is None:

@@ -18,6 +18,7 @@ order and merging needs no sort at all.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from enrich.lineage import (
 from enrich.registry import Entry, IdentityError, build_registry, doc_id_for, registry_row
 from extractors.discover import extract_file
 from extractors.model import Document
+from runs.blockmemo import BlockStore
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError
 from runs.scope import Built, Prepared, Scope, _carried, _needs_reading, skipped_rejects
@@ -64,14 +66,20 @@ Progress = Callable[[str, int, int], None]
 
 
 def extract_files(
-    files: list[Path], run_id: str, keep: Callable[[Document], None], progress: Progress | None = None
+    files: list[Path],
+    run_id: str,
+    keep: Callable[[Document], None],
+    progress: Progress | None = None,
+    blocks: BlockStore | None = None,
 ) -> list[Reject]:
     """Extract ``files`` (one shard of a run), handing each document to ``keep`` as it is read; returns the
     rejects for the files that could not be read, and for those read with part of their text missing
-    (``Incomplete``: kept, and :func:`registry_of` decides whether they are published)."""
+    (``Incomplete``: kept, and :func:`registry_of` decides whether they are published). ``blocks``: where the
+    pages' blocks are remembered between runs (a page read again is read where it changed)."""
     rejects = []
     for n, path in enumerate(files, start=1):
-        outcome = extract_file(path)
+        with blocks.reading(path) if blocks else contextlib.nullcontext():
+            outcome = extract_file(path)
         if outcome.document:
             keep(outcome.document)
             if outcome.document.incomplete:

@@ -41,6 +41,7 @@ from runs.act_history import build_history, disagreements
 from runs.begin import begin as begin
 from runs.begin import begin_rollback as begin_rollback
 from runs.begin import record_failure
+from runs.blockmemo import BlockStore
 from runs.build import (
     Cut,
     Rebuilt,
@@ -113,7 +114,8 @@ def extract_shard(state_path: RunState | Path | str, index: int, progress: Progr
         NoteMemory(cache, state.shards[index], state.work / f"shard-{index:04d}.notes.parquet") as memory,
         atomic_writer(state.work / f"shard-{index:04d}.docs") as handle,
     ):
-        rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut), progress)
+        blocks = None if state.run_options.dry_run else BlockStore(Path(state.home))
+        rejects = extract_files(files, state.run_id, DocumentWriter(handle, cut), progress, blocks)
     seconds = time.perf_counter() - started
     write_parquet_atomic(
         reject_table(rejects), state.work / f"shard-{index:04d}.rejects.parquet", REJECT_SCHEMA, "rejects"
@@ -356,6 +358,7 @@ def publish(state_path: RunState | Path | str) -> StageResult:
         else:
             info.indexed = info.chunks
         (home / DIRTY).unlink(missing_ok=True)
+        BlockStore(home).keep(state.file_keys)  # the memo of pages the version no longer holds
     seconds = round(info.seconds["publish"] + info.seconds["cleanup"], 3)
     done = StageResult(
         "publish", info.chunks, changes.count(ChangeClass.DELETED), 0, seconds, "chunks published → index deletions"
