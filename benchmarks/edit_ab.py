@@ -14,6 +14,7 @@ instead, each run from an empty home (a change to the edit path must not slow it
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import statistics
 import sys
@@ -71,6 +72,7 @@ def main() -> None:
                 shutil.rmtree(home, ignore_errors=True)
                 if args.edit != "build":
                     shutil.copytree(bases[side], home)
+                    os.sync()  # the copy's write-back would otherwise land inside the timed run
                 took, stages[side] = zan_run(root, corpus, home)
                 seconds[side].append(took)
                 print(f"  round {rep + 1} {side}: {took:.2f} s")
