@@ -39,7 +39,7 @@ class BlockStore:
     @contextlib.contextmanager
     def reading(self, source: Path) -> Iterator[BlockMemo]:
         """A memo of ``source``'s blocks for the read inside the block; what the read gave is kept when the
-        block ends without error and the caller did not set ``memo.fresh`` aside (a page not read: cleared)."""
+        block ends without error (a file that is no page, or no longer one, keeps no memo)."""
         memo = BlockMemo(self._load(str(source)))
         with remembering(memo):
             yield memo
