@@ -65,17 +65,19 @@ def page_lines(body: _Element, source: bytes, notices: list[str] | None = None) 
     memo = _MEMO.get()
     if memo is None or len(source) < MIN_BYTES or is_note(body):
         return body_lines(body, notices), count_heading_like(body.itertext())
-    keys = block_keys(body, source)
+    begins = block_starts(body)
+    keys = block_keys(body, source, begins)
     read: dict[bytes, BlockLines] = {}
-    lines, heading_like = lines_by_block(body, keys, memo.known, read, notices)
+    lines, heading_like = lines_by_block(body, begins, keys, memo.known, read, notices)
     memo.read += len(read)
     memo.fresh.update((key, read.get(key) or memo.known[key]) for key in keys if key is not None)
     return lines, heading_like
 
 
-def block_keys(body: _Element, source: bytes) -> list[bytes | None]:
-    """One key per child of ``body`` that starts a block (:func:`~extractors.html_lines.block_starts`), None for
-    the others and for a block whose source lines are not known; ``source``: the bytes it was parsed from."""
+def block_keys(body: _Element, source: bytes, begins: list[bool]) -> list[bytes | None]:
+    """One key per child of ``body`` that starts a block (``begins``: :func:`~extractors.html_lines.block_starts`),
+    None for the others and for a block whose source lines are not known; ``source``: the bytes it was parsed
+    from."""
     feeds = np.flatnonzero(np.frombuffer(source, dtype=np.uint8) == 10)
     starts = [0, *(feeds + 1).tolist()]  # line n starts at byte starts[n - 1]
     numbered = min(len(starts), _LAST_LINE - 1)  # the lines the parser's numbers name one by one
@@ -85,7 +87,7 @@ def block_keys(body: _Element, source: bytes) -> list[bytes | None]:
     for n in range(1, len(lines)):
         if lines[n] == lines[n - 1]:
             ordinals[n] = ordinals[n - 1] + 1
-    blocks = [n for n, begins in enumerate(block_starts(body)) if begins]
+    blocks = [n for n, starts in enumerate(begins) if starts]
     keys: list[bytes | None] = [None] * len(children)
     view = memoryview(source)
     for at, n in enumerate(blocks):

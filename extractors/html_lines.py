@@ -264,11 +264,12 @@ def block_starts(body: _Element) -> list[bool]:
     """Per child of ``body``: whether it starts a block (:func:`lines_by_block`): an element that ends the line
     before it and leaves none open after it. A block runs to the next one: the text, inline elements and
     comments after it belong to it (their line ends where the next block starts)."""
-    return [c.tag.__class__ is str and c.tag.lower() in _FLUSHING and c.tag.lower() not in _SKIP for c in body]
+    return [c.tag.__class__ is str and c.tag.lower() in _FLUSHING for c in body]
 
 
 def lines_by_block(
     body: _Element,
+    begins: list[bool],
     keys: list[bytes | None],
     known: Mapping[bytes, BlockLines],
     read: dict[bytes, BlockLines],
@@ -276,10 +277,10 @@ def lines_by_block(
 ) -> tuple[list[Line], int]:
     """:func:`body_lines` of ``body`` (not itself a note), and how many of its text nodes read like an article
     heading (:func:`~extractors.structure.count_heading_like` of its ``itertext()``), a block at a time
-    (:func:`block_starts`: a block runs to the next one, and its lines depend on its own markup alone), each
-    with its key (``keys``, one per child: :mod:`extractors.blocks`; None for a child that starts no block, and
-    for a block read as it is). A ``known`` block gives the lines it gave before; any other keyed block is read,
-    and what it gave is added to ``read``. The lines of a keyed block come back normalized
+    (``begins``, :func:`block_starts`: a block runs to the next one, and its lines depend on its own markup
+    alone), each with its key (``keys``, one per child: :mod:`extractors.blocks`; None for a child that starts
+    no block, and for a block read as it is). A ``known`` block gives the lines it gave before; any other keyed
+    block is read, and what it gave is added to ``read``. The lines of a keyed block come back normalized
     (:func:`~schemas.identifiers.normalize_space`, ``normalized=True``), read or remembered alike, so the
     structure builder does not normalize them again."""
     collector = _Collector()
@@ -289,11 +290,11 @@ def lines_by_block(
     collector.depth = 1  # as inside :meth:`_Collector.content` of ``body``
     key: bytes | None = None  # the block being read (None: before the first, or one that is not keyed)
     skipping = False  # inside a known block, whose lines are already out
-    start = cut = counted = 0
-    for child, child_key, begins in zip(body, keys, block_starts(body), strict=True):
-        if begins:  # the block before ends here
+    start = cut = counted_before = 0  # where the block being read began: its lines, cuts and heading count
+    for child, child_key, starts in zip(body, keys, begins, strict=True):
+        if starts:  # the block before ends here
             if key is not None and not skipping:
-                _remember(collector, key, start, cut, heading_like - counted, read)
+                _remember(collector, key, start, cut, heading_like - counted_before, read)
             skipping = False
         if child_key is not None:
             collector.flush()
@@ -304,8 +305,8 @@ def lines_by_block(
                 cuts += block[1]
                 heading_like += block[2]
                 continue
-            start, cut, counted = len(lines), len(cuts), heading_like
-        elif begins:
+            start, cut, counted_before = len(lines), len(cuts), heading_like
+        elif starts:
             key = None  # a block without a key: read as it is
         elif skipping:
             continue
@@ -315,7 +316,7 @@ def lines_by_block(
         heading_like += _heading_like(child.tail)
         collector.add(child.tail, False, False)
     if key is not None and not skipping:
-        _remember(collector, key, start, cut, heading_like - counted, read)
+        _remember(collector, key, start, cut, heading_like - counted_before, read)
     collector.flush()
     if notices is not None:
         notices += [f"an editorial note did not close: it was ended at «{lead}»" for lead in cuts]
