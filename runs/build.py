@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -421,15 +422,19 @@ def enrich_version(
     carried = _carried(scope, previous, rebuilt_ids, rebuilt.reused, failed)
     folder = previous.folder if previous else None
     registry = _combine(previous.registry if previous else None, carried, rebuilt.registry, "doc_id")
-    chunks = combine_files(folder, "chunks", carried, rebuilt.chunks, out, CHUNK_SCHEMA)
-    enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
-    joined.unlink(missing_ok=True)
-    found = Found()  # the whole version's lineage: acts resolve in its registry; streamed, a batch at a time
-    lineage = out / "lineage.parquet"
-    before = folder / "lineage.parquet" if folder is not None and carried else None
-    old_rows = _carried_notes(before, carried) if before is not None and before.exists() else iter(())
-    notes = lineage_batches(_batches(rebuilt.notes), registry, found, old_rows)
-    write_parquet_stream(notes, lineage, LINEAGE_SCHEMA, "lineage")
+    # the chunks table is merged in a thread beside the enriched one and the lineage: Arrow reads, filters,
+    # compresses and writes without the GIL, so the two tables cost little more than one
+    with ThreadPoolExecutor(1, thread_name_prefix="zan-chunks") as pool:
+        merging = pool.submit(combine_files, folder, "chunks", carried, rebuilt.chunks, out, CHUNK_SCHEMA)
+        enriched = combine_files(folder, "enriched_chunks", carried, joined, out, ENRICHED_CHUNK_SCHEMA)
+        joined.unlink(missing_ok=True)
+        found = Found()  # the whole version's lineage: acts resolve in its registry; streamed, a batch at a time
+        lineage = out / "lineage.parquet"
+        before = folder / "lineage.parquet" if folder is not None and carried else None
+        old_rows = _carried_notes(before, carried) if before is not None and before.exists() else iter(())
+        notes = lineage_batches(_batches(rebuilt.notes), registry, found, old_rows)
+        write_parquet_stream(notes, lineage, LINEAGE_SCHEMA, "lineage")
+        chunks = merging.result()
     registry = with_successors(with_replacements(registry, found.repeals))
     merged_keys = {**(previous.manifest.file_keys if previous else {}), **keys}
     return Built(registry, chunks, enriched, rejects, rebuilt_ids, rebuilt.reused, merged_keys, lineage)
