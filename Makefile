@@ -15,8 +15,13 @@ export UV_COMPILE_BYTECODE := 1
 	python3 -m venv .tools
 	.tools/bin/pip install --quiet "uv==$(UV_VERSION)"
 
+# zan's own packages are an editable install, which UV_COMPILE_BYTECODE leaves alone: compiled here too (only what
+# changed since), or with PYTHONDONTWRITEBYTECODE set every zan process compiles them again (~0.2 s a process).
+PACKAGES := cli dags runs vectors lookup enrich extractors schemas serve deploy clients/python/zan_client
+
 setup: $(if $(filter .tools/bin/uv,$(UV)),.tools/bin/uv)
 	$(UV) sync --frozen
+	$(UV) run --no-sync python -m compileall -q -j 0 $(PACKAGES)
 
 run: setup  ## extract, build the registry, enrich and index the bundled corpus into ./data
 	$(UV) run zan run --home $(HOME_DIR)
@@ -62,7 +67,7 @@ bench-cli: setup  ## how fast the zan command itself starts (help, a lookup), wi
 lint: setup  ## ruff (incl. the AIR rules on dags/) and mypy on the packages
 	$(UV) run ruff check .
 	$(UV) run ruff format --check .
-	$(UV) run mypy cli dags runs vectors lookup enrich extractors schemas deploy serve clients/python/zan_client
+	$(UV) run mypy $(PACKAGES)
 
 check: test lint
 
