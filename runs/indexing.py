@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from enrich.metadata import METADATA_FIELDS, metadata_columns, record_meta_hashes
+from runs.centroids import CentroidsAside
 from runs.changes import (
     DIRTY,
     ChangeSet,
@@ -58,6 +59,7 @@ def index(
     progress: Progress | None = None,
     pending: Callable[[], bool] | None = None,
     checked: Future[str | None] | None = None,
+    beside: bool = False,
 ) -> StageResult:
     """Diff against the index, check the shrink gate, embed what is new, write what changed.
 
@@ -66,7 +68,8 @@ def index(
     of :data:`BLOCK` rows (embedded, stored, written), so memory does not grow with the corpus. ``pending``:
     the embed stage runs beside this one (:func:`runs.embedding.embedding_aside`); each block waits for its
     vectors while that returns True (:func:`await_vectors`). ``checked``: the embedded index's check, begun
-    earlier in this process (:func:`vectors.repair.check_aside`)."""
+    earlier in this process (:func:`vectors.repair.check_aside`). ``beside``: the documents' centroids are
+    taken in a helper process during the last write (:class:`runs.centroids.CentroidsAside`)."""
     state = as_state(state_path)
     info, home, options = state.run_info(), Path(state.home), state.run_options
     embedder = embedder or make_embedder(state.embedder_spec)
@@ -103,6 +106,8 @@ def index(
         )
         state.update(info, Stage.INDEXED, done)
         return done
+    centroids = state.tables_folder() / CENTROIDS
+    aside = CentroidsAside(path, home, embedder.id, centroids, _previous_centroids(state)) if beside else None
     if changes.count(*WRITTEN):
         to_embed = changes.count(*EMBEDDED)
         hashes, text_bytes = _to_embed(path, changes, text=True) if to_embed else (np.zeros(0, np.uint64), 0)
@@ -111,26 +116,32 @@ def index(
         collection = get_collection(client.get(), embedder)
         # texts the embed stage stored (forced ones included) are read back; only what it did not cover is embedded
         force = options.force_reembed and not state.embedding
-        written, embedded_here = stream_changes(
-            home,
-            state.run_id,
-            collection,
-            path,
-            changes,
-            embedder,
-            store,
-            force=force,
-            progress=progress,
-            held=clean,
-            info=info,
-            pending=pending,
-        )
+        try:
+            written, embedded_here = stream_changes(
+                home,
+                state.run_id,
+                collection,
+                path,
+                changes,
+                embedder,
+                store,
+                force=force,
+                progress=progress,
+                held=clean,
+                info=info,
+                pending=pending,
+                stored=aside.start if aside else None,
+            )
+        except BaseException:
+            if aside is not None:
+                aside.stop()  # the stage failed: what the helper was building is not published
+            raise
         info.embedded = state.to_embed + embedded_here
         info.vector_writes, info.metadata_writes = written.vector_writes, written.metadata_writes
-    centroids = state.tables_folder() / CENTROIDS
     if not centroids.exists() or changes.count(*WRITTEN):  # every vector is stored now: the documents' means
         with timed(info, "documents"):
-            build_centroids(path, store, centroids, previous=_previous_centroids(state))
+            if aside is None or not aside.wait():
+                build_centroids(path, store, centroids, previous=_previous_centroids(state))
     stage_seconds = sum(info.seconds.get(s, 0) for s in ("repair", "diff", "embed_wait", "index", "documents"))
     done = StageResult(
         "index",
@@ -175,13 +186,15 @@ def stream_changes(
     held: bool = False,
     info: RunInfo | None = None,
     pending: Callable[[], bool] | None = None,
+    stored: Callable[[], None] | None = None,
 ) -> tuple[WriteResult, int]:
     """Mark the index dirty (it may now differ from CURRENT), then, block by block of the version's enriched
     chunks read beside their classes: vectors for the new text (stored ones reused, the rest embedded and
     stored before the write), upserts, and metadata-only updates (``held``: the change set holds what the
     index has for them, so nothing is read back from the index). Returns the writes and how many texts were
     embedded. Deletes are the caller's, after it moves CURRENT. Shared by runs and rollbacks. ``pending``:
-    another process is still storing vectors (see :func:`index`)."""
+    another process is still storing vectors (see :func:`index`); ``stored`` is called once every vector the
+    version needs is stored, before the last write."""
     (home / DIRTY).write_text(run_id + "\n", "utf-8")
     failpoint("index_begin")  # before the first write (``index`` is after each batch written)
     known = KnownHashes.of(pa.array([], pa.string()) if force else store.hashes())
@@ -223,6 +236,8 @@ def stream_changes(
             if gathered.rows >= UPSERT_BATCH:
                 vector_writes += gathered.write()
             metadata_writes += update_table(collection, updates, old, step)
+    if stored is not None:
+        stored()
     with timed(clock, "index"):
         vector_writes += gathered.write()
     return WriteResult(vector_writes=vector_writes, metadata_writes=metadata_writes), embedded

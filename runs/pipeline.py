@@ -144,7 +144,7 @@ def run(
             with stages.lexical_aside(state, fresh=large):
                 shards = plan_embedding(state, workers)
                 with embedding_aside(state, shards, workers, fresh=large) as pending:
-                    stages.index(state, embedder, progress, pending, checked)
+                    stages.index(state, embedder, progress, pending, checked, beside=not large)
         else:
             stages.index(state, embedder, progress, checked=checked)
         _publish(state)

@@ -1,6 +1,7 @@
 """Named points where a fault-injection test can stop or break a run (``extract``, ``index_check`` while the
 embedded index is checked, ``index_begin`` before the index is first written, ``index`` after each batch
-written, ``publish``, ``delete``).
+written, ``centroids`` in the helper that takes the documents' centroids beside the last write, ``publish``,
+``delete``).
 
 ``ZAN_FAILPOINT=<name>`` arms one point; ``ZAN_FAILPOINT_ACTION`` says what happens there:
 
