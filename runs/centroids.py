@@ -43,19 +43,23 @@ class CentroidsAside:
         try:
             kind, value = outcome(self.receive, self.child, "the centroids process")
         finally:
-            self.stop()
+            self._release(stop=False)
         if kind != "ok":
             raise wrapped(f"the documents' centroids were not built: {type(value).__name__}: {value}", value) from value
         return True
 
     def stop(self) -> None:
-        """Stop the helper if it still runs (the stage failed) and release it; nothing it left is published."""
-        if self.child is None:
+        """Stop the helper if it still runs (the stage failed); nothing it left is published."""
+        self._release(stop=True)
+
+    def _release(self, stop: bool) -> None:
+        child, receive, self.child, self.receive = self.child, self.receive, None, None
+        if child is None:
             return
-        if self.child.is_alive():
-            self.child.terminate()
-        self.child.join(timeout=30)
-        self.receive.close()
+        if stop and child.is_alive():
+            child.terminate()
+        child.join(timeout=30)
+        receive.close()
 
 
 def _centroids_child(args: tuple[Path, Path, str, Path, Path | None], send: Any) -> None:

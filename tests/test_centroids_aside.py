@@ -96,3 +96,29 @@ def test_a_failing_centroids_helper_fails_the_run_and_the_last_version_stays(
     assert ids == ids_before and np.array_equal(vectors, vectors_before)
     assert pipeline.run([source], home, workers=2).status == "published"  # the next run converges
     assert published_dir(home) != before
+
+
+def test_a_write_that_fails_beside_the_helper_stops_it_and_the_last_version_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import multiprocessing
+
+    started: list[object] = []
+    real_start = centroids_module.CentroidsAside.start
+    monkeypatch.setattr(centroids_module.CentroidsAside, "start", lambda self: started.append(real_start(self)))
+    source = tmp_path / "standards"
+    shutil.copytree(SAMPLE, source)
+    home = tmp_path / "home"
+    pipeline.run([source], home, workers=2)
+    before = published_dir(home)
+    _edit(source)
+    started.clear()
+    monkeypatch.setenv("ZAN_FAILPOINT", "index")  # after the write the helper was started beside
+    monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
+    with pytest.raises(OSError, match="No space left"):
+        pipeline.run([source], home, workers=2)
+    monkeypatch.delenv("ZAN_FAILPOINT")
+    assert len(started) == 1  # it was running when the write failed
+    assert not [p for p in multiprocessing.active_children() if p.name == "zan-centroids"]
+    assert published_dir(home) == before
+    assert pipeline.run([source], home, workers=2).status == "published"
