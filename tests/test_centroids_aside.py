@@ -34,6 +34,16 @@ def _edit(source: Path) -> None:
     path.write_text(text[:at] + " Дополнено при проверке центроидов." + text[at:], "utf-8")
 
 
+def _published(tmp_path: Path) -> tuple[Path, Path, Path | None]:
+    """A copy of the standards published with helpers, then edited: (the copy, HOME, its published folder)."""
+    source, home = tmp_path / "standards", tmp_path / "home"
+    shutil.copytree(SAMPLE, source)
+    pipeline.run([source], home, workers=2)
+    before = published_dir(home)
+    _edit(source)
+    return source, home, before
+
+
 def test_centroids_taken_beside_the_last_write_equal_those_a_run_in_one_process_takes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -78,13 +88,8 @@ def test_a_large_run_takes_its_centroids_itself(tmp_path: Path, monkeypatch: pyt
 def test_a_failing_centroids_helper_fails_the_run_and_the_last_version_stays(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = tmp_path / "standards"
-    shutil.copytree(SAMPLE, source)
-    home = tmp_path / "home"
-    pipeline.run([source], home, workers=2)
-    before = published_dir(home)
+    source, home, before = _published(tmp_path)
     ids_before, vectors_before = _centroids(home)
-    _edit(source)
     monkeypatch.setenv("ZAN_FAILPOINT", "centroids")  # the helper takes its parent's environment
     monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
     with pytest.raises(RunError, match="centroids") as raised:
@@ -106,12 +111,7 @@ def test_a_write_that_fails_beside_the_helper_stops_it_and_the_last_version_stay
     started: list[object] = []
     real_start = centroids_module.CentroidsAside.start
     monkeypatch.setattr(centroids_module.CentroidsAside, "start", lambda self: started.append(real_start(self)))
-    source = tmp_path / "standards"
-    shutil.copytree(SAMPLE, source)
-    home = tmp_path / "home"
-    pipeline.run([source], home, workers=2)
-    before = published_dir(home)
-    _edit(source)
+    source, home, before = _published(tmp_path)
     started.clear()
     monkeypatch.setenv("ZAN_FAILPOINT", "index")  # after the write the helper was started beside
     monkeypatch.setenv("ZAN_FAILPOINT_ACTION", "enospc")
