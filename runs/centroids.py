@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from runs.child import outcome, report, start_helper, wrapped
+from runs.child import Helper, report, wrapped
 from schemas.failpoints import failpoint
 from vectors.documents import build_centroids
 from vectors.store import VectorStore
@@ -29,37 +29,27 @@ class CentroidsAside:
 
     def __init__(self, enriched: Path, home: Path, embedder_id: str, out: Path, previous: Path | None) -> None:
         self.args = (enriched, home, embedder_id, out, previous)
-        self.child: Any = None
-        self.receive: Any = None
+        self.helper: Helper | None = None
 
     def start(self) -> None:
-        if self.child is None:
-            self.child, self.receive = start_helper(_centroids_child, self.args, name="zan-centroids")
+        if self.helper is None:
+            self.helper = Helper(_centroids_child, self.args, name="zan-centroids", what="the centroids process")
 
     def wait(self) -> bool:
         """Await the helper: True when it built the centroids, False when it was never started."""
-        if self.child is None:
+        if self.helper is None:
             return False
-        try:
-            kind, value = outcome(self.receive, self.child, "the centroids process")
-        finally:
-            self._release(stop=False)
+        kind, value = self.helper.result()
+        self.helper = None
         if kind != "ok":
             raise wrapped(f"the documents' centroids were not built: {type(value).__name__}: {value}", value) from value
         return True
 
     def stop(self) -> None:
         """Stop the helper if it still runs (the stage failed); nothing it left is published."""
-        self._release(stop=True)
-
-    def _release(self, stop: bool) -> None:
-        child, receive, self.child, self.receive = self.child, self.receive, None, None
-        if child is None:
-            return
-        if stop and child.is_alive():
-            child.terminate()
-        child.join(timeout=30)
-        receive.close()
+        if self.helper is not None:
+            self.helper.stop()
+            self.helper = None
 
 
 def _centroids_child(args: tuple[Path, Path, str, Path, Path | None], send: Any) -> None:

@@ -93,6 +93,39 @@ def _in_environment(environment: dict[str, str], target: Callable[..., Any], arg
     return target(*args)
 
 
+class Helper:
+    """One call in a helper process started now (:func:`start_helper`: ``target(*args, send)``, which reports
+    through ``send`` with :func:`report`): :meth:`poll` while it runs, :meth:`result` to await what it reported
+    (:func:`outcome`), :meth:`stop` when the caller failed. Either of the last two releases the process."""
+
+    def __init__(self, target: Callable[..., Any], *args: Any, name: str, what: str, fresh: bool = False) -> None:
+        self.what = what
+        self.child, self.receive = start_helper(target, *args, name=name, fresh=fresh)
+
+    def poll(self) -> tuple[str, Any] | None:
+        """None while the helper runs and has said nothing; then :meth:`result`."""
+        if not self.receive.poll() and self.child.is_alive():
+            return None
+        return self.result()
+
+    def result(self) -> tuple[str, Any]:
+        """What the helper reported, awaited: ("ok", (its result, seconds)) or ("error", an exception)."""
+        try:
+            return outcome(self.receive, self.child, self.what)
+        finally:
+            self._release(stop=False)
+
+    def stop(self) -> None:
+        """Stop the helper if it still runs (the caller failed) and release it."""
+        self._release(stop=True)
+
+    def _release(self, stop: bool) -> None:
+        if stop and self.child.is_alive():
+            self.child.terminate()
+        self.child.join(timeout=30)
+        self.receive.close()
+
+
 def retry_may_help(exc: BaseException) -> bool:
     """What a caller may do with ``exc``: zan's own errors say (``transient``); anything unexpected may pass
     on a retry, as the Airflow tasks treat it."""

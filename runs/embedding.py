@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from runs.changes import forced_rows
-from runs.child import outcome, report, start_helper
+from runs.child import Helper, report
 from runs.indexing import KnownHashes, prefixes
 from runs.scope import Scope
 from runs.state import Progress, RunState, StageResult, as_state, timed
@@ -252,20 +252,21 @@ class _Shard(Protocol):
 class _ShardProcess:
     def __init__(self, state_path: str, index: int, threads: int, fresh: bool) -> None:
         self.index = index
-        self.child, self.receive = start_helper(
-            _embed_child, state_path, index, threads, name=f"zan-embed-{index}", fresh=fresh
+        self.helper = Helper(
+            _embed_child,
+            state_path,
+            index,
+            threads,
+            name=f"zan-embed-{index}",
+            what=f"embedding shard {index}",
+            fresh=fresh,
         )
 
     def poll(self) -> tuple[str, Any] | None:
-        if not self.receive.poll() and self.child.is_alive():
-            return None
-        return outcome(self.receive, self.child, f"embedding shard {self.index}")
+        return self.helper.poll()
 
     def stop(self) -> None:
-        if self.child.is_alive():
-            self.child.terminate()
-        self.child.join(timeout=30)
-        self.receive.close()
+        self.helper.stop()
 
 
 class _Stopped(Exception):

@@ -106,8 +106,8 @@ def index(
         )
         state.update(info, Stage.INDEXED, done)
         return done
-    centroids = state.tables_folder() / CENTROIDS
-    aside = CentroidsAside(path, home, embedder.id, centroids, _previous_centroids(state)) if beside else None
+    centroids, kept = state.tables_folder() / CENTROIDS, _previous_centroids(state)
+    aside = CentroidsAside(path, home, embedder.id, centroids, kept) if beside else None
     if changes.count(*WRITTEN):
         to_embed = changes.count(*EMBEDDED)
         hashes, text_bytes = _to_embed(path, changes, text=True) if to_embed else (np.zeros(0, np.uint64), 0)
@@ -141,7 +141,7 @@ def index(
     if not centroids.exists() or changes.count(*WRITTEN):  # every vector is stored now: the documents' means
         with timed(info, "documents"):
             if aside is None or not aside.wait():
-                build_centroids(path, store, centroids, previous=_previous_centroids(state))
+                build_centroids(path, store, centroids, previous=kept)
     stage_seconds = sum(info.seconds.get(s, 0) for s in ("repair", "diff", "embed_wait", "index", "documents"))
     done = StageResult(
         "index",

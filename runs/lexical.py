@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from runs.child import outcome, report, start_helper, wrapped
+from runs.child import Helper, report, wrapped
 from runs.state import RunState, StageResult, as_state
 from runs.versions import staging_dir
 from schemas.published import versions_dir
@@ -41,19 +41,13 @@ def lexical_aside(state_path: RunState | Path | str, fresh: bool = False) -> Ite
     if not jobs:
         yield
         return
-    child, receive = start_helper(_lexical_child, jobs, name="zan-lexical", fresh=fresh)
+    helper = Helper(_lexical_child, jobs, name="zan-lexical", what="the BM25 build process", fresh=fresh)
     try:
         yield
     except BaseException:  # the body's own error (an EOFError of the body's is never taken for the build's)
-        child.terminate()
-        child.join(timeout=30)
-        receive.close()
+        helper.stop()
         raise
-    try:
-        kind, value = outcome(receive, child, "the BM25 build process")
-    finally:
-        child.join(timeout=30)
-        receive.close()
+    kind, value = helper.result()
     if kind != "ok":
         raise wrapped(f"the lexical (BM25) index was not built: {type(value).__name__}: {value}", value) from value
     state = as_state(state_path)  # as the body left it (read again when this was given a path)
