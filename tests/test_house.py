@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import json
+import pickle
 import subprocess
 import sys
 from collections import defaultdict
@@ -51,10 +52,24 @@ def _imports() -> dict[str, set[str]]:
     return graph
 
 
+def _parse(text: str) -> ast.Module:
+    """``ast.parse(text)``: here, or in a fresh interpreter where this one's parser fails (CPython 3.11.7 can be
+    left raising ``SystemError: AST constructor recursion depth mismatch`` by a deep recursion earlier in the
+    same process: the hostile-markup tests may run in the same xdist worker)."""
+    try:
+        return ast.parse(text)
+    except SystemError:
+        code = "import ast, pickle, sys; sys.stdout.buffer.write(pickle.dumps(ast.parse(sys.stdin.read())))"
+        done = subprocess.run([sys.executable, "-c", code], input=text.encode("utf-8"), capture_output=True, check=True)
+        tree = pickle.loads(done.stdout)  # our own child's answer, about our own source
+        assert isinstance(tree, ast.Module)
+        return tree
+
+
 def _names(source: str) -> list[str]:
     """The absolute module names ``source`` imports (and ``module.name`` for each name it imports from one)."""
     names: list[str] = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parse(source)):
         if isinstance(node, ast.Import):
             names += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -63,18 +78,8 @@ def _names(source: str) -> list[str]:
 
 
 def _imported(path: Path) -> list[str]:
-    """:func:`_names` of ``path``: parsed here, or in a fresh interpreter where this one's parser fails (CPython
-    3.11.7 can be left raising ``SystemError: AST constructor recursion depth mismatch`` by a deep recursion
-    earlier in the same process: the hostile-markup tests may run in the same xdist worker)."""
-    text = path.read_text("utf-8")
-    try:
-        return _names(text)
-    except SystemError:
-        code = "import json, sys; from tests.test_house import _names; print(json.dumps(_names(sys.stdin.read())))"
-        done = subprocess.run(
-            [sys.executable, "-c", code], input=text, capture_output=True, text=True, check=True, cwd=ROOT
-        )
-        return list(json.loads(done.stdout))
+    """:func:`_names` of ``path``."""
+    return _names(path.read_text("utf-8"))
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -140,11 +145,19 @@ def test_serve_stands_over_lookup_and_parquet_io_is_not_one_stage_s() -> None:
     assert "schemas.parquet" in graph["runs.stages"] and "schemas.parquet" in graph["lookup.registry_index"]
 
 
+def test_a_parser_left_broken_by_an_earlier_test_parses_in_a_fresh_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: object, **kwargs: object) -> ast.Module:
+        raise SystemError("AST constructor recursion depth mismatch")
+
+    monkeypatch.setattr(ast, "parse", broken)  # this process's only: the fresh interpreter parses
+    assert _names("import os\nfrom runs import stages\n") == ["os", "runs", "runs.stages"]
+
+
 def test_the_library_never_imports_airflow_or_the_cli() -> None:
     offenders = []
     for pkg in ("lookup", "runs", "vectors", "enrich", "extractors", "schemas"):
         for path in (ROOT / pkg).rglob("*.py"):
-            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+            for node in ast.walk(_parse(path.read_text("utf-8"))):
                 names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
                 if isinstance(node, ast.ImportFrom) and node.module:
                     names = [node.module]
@@ -167,7 +180,7 @@ def test_the_client_imports_nothing_of_the_house() -> None:
     installs import no package of the ETL (the server imports them, never the other way)."""
     offenders = []
     for path in (ROOT / "clients" / "python" / "zan_client").rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        for node in ast.walk(_parse(path.read_text("utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names = [node.module]
@@ -294,7 +307,7 @@ def test_docs_point_only_to_files_and_modules_that_exist() -> None:
     readmes = (ROOT / "README.md", ROOT / "tests" / "README.md", ROOT / "benchmarks" / "README.md")
     texts = {doc: doc.read_text("utf-8") for doc in readmes}
     for source in [p for pkg in (*PACKAGES, "benchmarks") for p in (ROOT / pkg).rglob("*.py")]:
-        tree = ast.parse(source.read_text("utf-8"))
+        tree = _parse(source.read_text("utf-8"))
         kinds = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
         texts[source] = "\n".join(ast.get_docstring(n) or "" for n in ast.walk(tree) if isinstance(n, kinds))
     broken = [
