@@ -11,8 +11,9 @@ Five steps each, every step in its own process (as scheduled jobs run): full bui
 metadata-only (every adilet act's status flips to «Утративший силу»); 1 % text edits (one body paragraph in a
 hundred gets a word: 120 of 576 files, half the bytes); 1 % of files edited (one page in a hundred gets a word in
 one paragraph). zan and LangChain alternate step by step (zan first: LangChain is handed the chunks zan
-just made). zan runs with ``--workers`` = the machine's cores (up to 4): its files are extracted in that many
-processes, as a zan user runs it (LangChain's ``index()`` has no such setting, and is handed the chunks
+just made), each timed from a synced disk (a step's set-up writes; neither side pays for its write-back). zan
+runs with ``--workers`` = the machine's cores (up to 4): its files are extracted in that many processes, as a zan
+user runs it (LangChain's ``index()`` has no such setting, and is handed the chunks
 already made); the full build is also printed in one process, not judged. Before a step that brings new
 texts (the full build, the edits) an untimed scratch build asks the embeddings service for them, so neither
 timed side pays the model. ``--reps`` rounds (2 by default), each from a fresh corpus, home and store, so each
@@ -98,7 +99,9 @@ def langchain_step(home: Path, store: Path, spec: str) -> dict[str, Any]:
 
 
 def run_langchain(home: Path, store: Path, spec: str) -> tuple[float, dict[str, Any]]:
-    """:func:`langchain_step` in a fresh process: (wall seconds, its result)."""
+    """:func:`langchain_step` in a fresh process: (wall seconds, its result). Timed from a synced disk, as zan's
+    step is (:func:`one_round`)."""
+    os.sync()
     started = time.perf_counter()
     done = subprocess.run([sys.executable, __file__, "--langchain", str(home), str(store), spec],
                           capture_output=True, text=True, check=False)  # fmt: skip
@@ -212,6 +215,9 @@ def one_round(tmp: Path, copies: int, spec: str, one_process: bool) -> dict[str,
             alone = zan_run(["--source", str(corpus), "--home", str(tmp / "one-process"), "--embedder", spec])
             print(f"  full build in one process (--workers 1): zan {alone.seconds:.1f} s, {alone.info['seconds']}")
             shutil.rmtree(tmp / "one-process", ignore_errors=True)
+        # each side is timed from a synced disk: the step's set-up (the warm-up's build of 20 000 chunks, the edit)
+        # leaves write-back that landed in zan's timed run only, since LangChain's follows it (edit_ab.py syncs too)
+        os.sync()
         run = zan_run(["--source", str(corpus), "--home", str(home), "--embedder", spec, "--workers", str(WORKERS)])
         print(f"  zan stages (s): {run.info['seconds']}")
         seconds, result = run_langchain(home, store, spec)
