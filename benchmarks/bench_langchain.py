@@ -13,8 +13,8 @@ hundred gets a word: 120 of 576 files, half the bytes); 1 % of files edited (one
 one paragraph). zan and LangChain alternate step by step (zan first: LangChain is handed the chunks zan
 just made), each timed from a synced disk (a step's set-up writes; neither side pays for its write-back). zan
 runs with ``--workers`` = the machine's cores (up to 4): its files are extracted in that many processes, as a zan
-user runs it (LangChain's ``index()`` has no such setting, and is handed the chunks
-already made); the full build is also printed in one process, not judged. Before a step that brings new
+user runs it (LangChain's ``index()`` has no such setting, and is handed the chunks already made); the full
+build is also printed in one process, not judged. Before a step that brings new
 texts (the full build, the edits) an untimed scratch build asks the embeddings service for them, so neither
 timed side pays the model. ``--reps`` rounds (2 by default), each from a fresh corpus, home and store, so each
 step runs zan, LangChain, zan, LangChain; min / median / max of each side are printed and the medians judged.
