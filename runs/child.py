@@ -109,11 +109,15 @@ class Helper:
         return self.result()
 
     def result(self) -> tuple[str, Any]:
-        """What the helper reported, awaited: ("ok", (its result, seconds)) or ("error", an exception)."""
+        """What the helper reported, awaited: ("ok", (its result, seconds)) or ("error", an exception). Interrupted
+        while it waits, the helper is stopped."""
         try:
-            return outcome(self.receive, self.child, self.what)
-        finally:
-            self._release(stop=False)
+            answer = outcome(self.receive, self.child, self.what)
+        except BaseException:
+            self._release(stop=True)
+            raise
+        self._release(stop=False)
+        return answer
 
     def stop(self) -> None:
         """Stop the helper if it still runs (the caller failed) and release it."""
@@ -177,15 +181,7 @@ def in_own_process(work: Callable[..., T], *args: Any, what: str, fresh: bool = 
     there. What the call holds is held by that process alone and goes with it, so two stages never stack
     their memory (``benchmarks/README.md``, "Peak memory, whole runs"). Interrupted or failing in the parent,
     the child is stopped."""
-    child, receive = start_helper(_reported, work, args, what, name=f"zan {what}", fresh=fresh)
-    try:
-        kind, value = outcome(receive, child, what)
-    except BaseException:
-        child.terminate()
-        raise
-    finally:
-        child.join(timeout=60)
-        receive.close()
+    kind, value = Helper(_reported, work, args, what, name=f"zan {what}", what=what, fresh=fresh).result()
     if kind != "ok":
         value.add_note(f"(raised in {what}, run in a process of its own)")
         raise value
