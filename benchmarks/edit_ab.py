@@ -1,7 +1,7 @@
 """One code change against another on ``bench_langchain``'s edit steps: ``zan run`` of this checkout (A) and of
 another (B: a ``git worktree`` of the commit to compare with), alternated A B A B on the same edit of the
 real-shaped corpus. Each side first publishes the unedited corpus with its own code (a home of its own: a
-changed code fingerprint would make the other side read every file again), with the offline ``hash`` vectors
+changed code fingerprint would make the other side read every file again), with the offline ``hash`` vectors by default
 (neither side pays a model); the corpus is then edited in place, and each run starts from a copy of its side's
 home. Prints each side's seconds (min / median / max), the ratio of the medians and the stages of each side's
 last run, so a change to the edit path is judged on the step it is meant for. ``--edit build``: the full build
