@@ -13,20 +13,14 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from extractors.bounded import MAX_FILE_MB as MAX_FILE_MB
+from extractors.bounded import max_file_bytes as max_file_bytes
+from extractors.bounded import over_limit, read_source, refusal
 from extractors.detect import SUFFIXES, extract
 from extractors.model import Document, ExtractError
 from schemas.errors import ZanError
 
 _SKIP_NAMES = {"readme.md", "sources.md", "license.md"}
-MAX_FILE_MB = 64.0
-
-
-def max_file_bytes() -> int:
-    """The size limit for one source file (``ZAN_MAX_FILE_MB``, default 64 MB)."""
-    try:
-        return int(float(os.environ.get("ZAN_MAX_FILE_MB", MAX_FILE_MB)) * 1024 * 1024)
-    except ValueError:
-        return int(MAX_FILE_MB * 1024 * 1024)
 
 
 class SourceMissing(ZanError, FileNotFoundError):
@@ -63,7 +57,12 @@ def scan(sources: list[Path]) -> Scan:
         root = source.resolve()
         for dirpath, dirnames, filenames in os.walk(source, followlinks=False):
             dirnames.sort()
-            for name in sorted(filenames) + sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d))):
+            linked = sorted(d for d in dirnames if os.path.islink(os.path.join(dirpath, d)))
+            for name in linked:  # a folder linked in (an act's folder from elsewhere): never walked, said so
+                reason = _linked_folder(Path(dirpath) / name, root)
+                if reason:
+                    out.skipped.append((str(Path(dirpath) / name), reason))
+            for name in sorted(filenames):
                 path = Path(dirpath) / name
                 if path.suffix.lower() not in SUFFIXES or name.lower() in _SKIP_NAMES or _act_part(path):
                     continue
@@ -86,15 +85,19 @@ def source_files(sources: list[Path]) -> list[Path]:
     return scan(sources).files
 
 
+def _linked_folder(path: Path, root: Path) -> str | None:
+    """Why a symlinked folder under a source is not read (None for one that points inside the source: its files
+    are read where they are)."""
+    reason = refusal(path, root, "the source folder")
+    return f"a linked folder: {reason}" if reason else None
+
+
 def _unreadable(path: Path, root: Path) -> str | None:
     """Why ``path`` must not be read, or None."""
     if path.is_symlink():
-        try:
-            target = path.resolve(strict=True)
-        except (OSError, RuntimeError) as exc:  # a dangling link or a loop
-            return f"a symlink that cannot be followed ({type(exc).__name__})"
-        if not target.is_relative_to(root):
-            return f"a symlink to {target}, outside the source folder {root}: not followed"
+        reason = refusal(path, root, "the source folder")
+        if reason:
+            return reason
     try:
         mode = path.stat().st_mode
     except OSError as exc:
@@ -111,9 +114,8 @@ def extract_file(path: Path) -> Extracted:
     try:
         size = path.stat().st_size
         if size > max_file_bytes():
-            limit = max_file_bytes() / 1024 / 1024
-            raise ExtractError(name, f"{size / 1024 / 1024:.1f} MB is over the {limit:g} MB limit (ZAN_MAX_FILE_MB)")
-        document = extract(path, path.read_bytes())
+            raise ExtractError(name, over_limit(size, max_file_bytes()))
+        document = extract(path, read_source(path))
     except ExtractError as exc:
         return Extracted(name, error=exc.reason, error_class=type(exc).__name__)
     except Exception as exc:  # noqa: BLE001 - per-file isolation: a parser bug or odd input rejects this file only

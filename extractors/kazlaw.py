@@ -35,6 +35,9 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from extractors.bounded import Refused, read_source
+from extractors.bounded_yaml import MAX_BYTES as MAX_META_BYTES
+from extractors.bounded_yaml import load_mapping
 from extractors.markdown import _lines
 from extractors.model import Document, ExtractError, Requisites
 from extractors.requisites import parse_requisites
@@ -45,7 +48,6 @@ from schemas.reference import parse_date
 from schemas.statuses import INCOMPLETE_TEXT, says_repealed
 
 META = "meta.yaml"
-MAX_META_BYTES = 256 * 1024  # a meta.yaml is a few KB; a bigger one is not one
 MAX_PARTS = 500
 LANGUAGES = ("rus", "kaz")
 _FORMS: dict[str, DocType] = {  # zan.gov.kz's act forms
@@ -85,9 +87,9 @@ def companions(path: Path) -> list[Path]:
     folder = path.parent
     found = [folder / META, folder / "rus.md"] if path.name == "kaz.md" else [folder / META]
     parts = folder / path.stem
-    if parts.is_dir():
+    if parts.is_dir() and not parts.is_symlink():
         found += sorted(parts.glob("*.md"))[:MAX_PARTS]
-    return [f for f in found if f.is_file()]
+    return [f for f in found if f.is_file() or f.is_symlink()]  # a link is hashed as its refusal, never followed out
 
 
 def opens_with_front_matter(head: str) -> bool:
@@ -95,18 +97,22 @@ def opens_with_front_matter(head: str) -> bool:
     return m is not None and ("act_code:" in m.group(1) or "zan.gov.kz/client" in m.group(1))
 
 
-Reader = Callable[[str], bytes | None]  # a file of the act's folder by its name there (None: not there)
+# A file of the act's folder by its name there: None when it is not there, :class:`Refused` (with the reason) when
+# it is there but is not read (a link out of the folder, not a regular file, over the size limit).
+Reader = Callable[[str], bytes | None]
 
 
 def folder_reader(folder: Path) -> Reader:
-    """The act's folder on disk; a name that would leave it reads as missing."""
-    root = folder.resolve()
+    """The act's folder on disk, each file read through :func:`extractors.bounded.read_source` confined to it."""
 
     def read(name: str) -> bytes | None:
-        target = (folder / name).resolve()
-        if not target.is_relative_to(root) or not target.is_file():
+        path = folder / name
+        if not path.exists() and not path.is_symlink():
             return None
-        return target.read_bytes()
+        try:
+            return read_source(path, folder)
+        except FileNotFoundError:
+            return None
 
     return read
 
@@ -186,39 +192,17 @@ def _meta_and_body(name: str, text: str, source_file: str, read: Reader) -> tupl
     meta: dict[str, Any] = {}
     beside = read(META)
     if beside is not None:
-        meta = _load(beside, f"{source_file} ({META})")
+        meta = load_mapping(beside, f"{source_file} ({META})")
     elif own:
-        meta = _load(own.group(1).encode("utf-8"), source_file)
+        meta = load_mapping(own.group(1).encode("utf-8"), source_file)
         sibling = read("rus.md") if name == "kaz.md" and "act_code" not in meta else None
         if sibling is not None:
             found = _FRONT.match(sibling[:MAX_META_BYTES].decode("utf-8", errors="replace"))
             if found:
-                meta = {**_load(found.group(1).encode("utf-8"), f"{source_file} (rus.md)"), **meta}
+                meta = {**load_mapping(found.group(1).encode("utf-8"), f"{source_file} (rus.md)"), **meta}
     else:
         raise ExtractError(source_file, f"no {META} beside it and no front matter: not a kazakhstan-law act")
     return meta, body
-
-
-def safe_loader() -> Any:
-    """PyYAML's safe loader, in C when libyaml is there (1.3 ms → 0.1 ms a ``meta.yaml``: the full run of a scope
-    parses one for every version of every act)."""
-    import yaml
-
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def _load(raw: bytes, where: str) -> dict[str, Any]:
-    import yaml
-
-    if len(raw) > MAX_META_BYTES:
-        raise ExtractError(where, f"the act's metadata is {len(raw):,} bytes, over {MAX_META_BYTES:,}")
-    try:
-        loaded = yaml.load(raw.decode("utf-8", errors="strict"), Loader=safe_loader())
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise ExtractError(where, f"malformed metadata: {str(exc).splitlines()[0][:200]}") from exc
-    if not isinstance(loaded, dict):
-        raise ExtractError(where, "malformed metadata: not a mapping of keys")
-    return loaded
 
 
 def _language(path: Path, meta: dict[str, Any]) -> str:
@@ -328,7 +312,11 @@ def _with_parts(body: str, source_file: str, read: Reader) -> tuple[str, list[st
         parts = PurePosixPath(link).parts
         if not link.endswith(".md") or link.startswith("/") or ".." in parts or "\\" in link:
             raise ExtractError(source_file, f"part {link[:100]} lies outside the act's folder or is not markdown")
-        found = read(link)
+        try:
+            found = read(link)
+        except Refused as exc:  # there, but not read: as good as missing, with the reason
+            missing.append(f"{link} ({exc.reason})")
+            continue
         if found is None:
             missing.append(link)
             continue
