@@ -39,6 +39,18 @@ def serve_command(
             "--header-timeout", min=0.1, max=600, help="Seconds a client has to send its request headers (then 408)."
         ),
     ] = 10.0,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            min=0.1,
+            max=600,
+            help="Seconds a client has to send its request body, one more per --min-body-rate bytes (then 408).",
+        ),
+    ] = 10.0,
+    min_body_rate: Annotated[
+        int, typer.Option("--min-body-rate", min=1, max=1 << 30, help="Bytes of body that buy one second more.")
+    ] = 16 * 1024,
     keep_alive: Annotated[
         int, typer.Option("--keep-alive", min=1, max=600, help="Seconds an idle connection stays open.")
     ] = 5,
@@ -71,6 +83,8 @@ def serve_command(
         limits = ServeLimits(
             max_header_bytes=max_header_bytes,
             header_timeout=header_timeout,
+            body_timeout=body_timeout,
+            min_body_rate=min_body_rate,
             keep_alive=keep_alive,
             max_connections=max_connections,
             max_in_flight=max_in_flight,

@@ -11,7 +11,12 @@ open connections (~21 000 slow clients exhausted the process's files). This prot
   ``header_timeout`` seconds to finish its request head, then gets ``408`` and is closed, however slowly it
   trickles (uvicorn's keep-alive timer restarts with every byte; this one does not);
 - **a connection cap**: beyond ``max_connections`` open ones, a new connection is answered ``503`` with
-  ``Retry-After`` and closed at once, so the process keeps files for the clients it serves.
+  ``Retry-After`` and closed at once, so the process keeps files for the clients it serves;
+- **whole requests only**: a request reaches the app (and takes one of its ``max_in_flight`` places) only once its
+  body has arrived whole; until then it holds a connection and nothing else, so clients that send their bodies a
+  byte a second cannot keep anyone else waiting. The body has ``body_timeout`` seconds from the end of the
+  headers, and one more for every ``min_body_rate`` bytes sent, then the client gets ``408`` and is closed; a body
+  over ``max_body_bytes`` gets ``413``. ``Expect: 100-continue`` is answered when the headers are read.
 """
 
 from __future__ import annotations
@@ -33,11 +38,42 @@ SECURITY_HEADERS = (
 
 class _Connection(h11.Connection):
     """h11's connection, remembering the error it raised (its ``error_status_hint`` says 431 for a head over
-    the size limit, which uvicorn's handler does not read)."""
+    the size limit, which uvicorn's handler does not read), and holding each request back until its body is whole:
+    uvicorn, which starts the app at the request's head, sees the head, the body and its end at once."""
 
     last_error: h11.RemoteProtocolError | None = None
 
+    def __init__(self, *args: Any, max_body: int, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.max_body = max_body
+        self.held: h11.Request | None = None  # a request whose body is still arriving
+        self.body = bytearray()
+        self._ready: list[Any] = []  # the held request's body and end, handed on after it
+
     def next_event(self) -> Any:
+        if self._ready:
+            return self._ready.pop(0)
+        while True:
+            event = self._next()
+            if self.held is None:
+                if not isinstance(event, h11.Request):
+                    return event
+                self.held, self.body = event, bytearray()
+            elif isinstance(event, h11.Data):
+                self.body += event.data
+                if len(self.body) > self.max_body:
+                    self.held, self.body = None, bytearray()
+                    self.last_error = h11.RemoteProtocolError("request body too large", error_status_hint=413)
+                    raise self.last_error
+            elif isinstance(event, h11.EndOfMessage):
+                request, body = self.held, bytes(self.body)
+                self.held, self.body = None, bytearray()
+                self._ready = [h11.Data(data=body), event] if body else [event]
+                return request
+            else:  # NEED_DATA: the body goes on arriving
+                return event
+
+    def _next(self) -> Any:
         try:
             return super().next_event()
         except h11.RemoteProtocolError as exc:
@@ -65,8 +101,12 @@ class BoundedH11Protocol(H11Protocol):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.conn: _Connection = _Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
+        self.conn: _Connection = _Connection(
+            h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes, max_body=self.limits.max_body_bytes
+        )
         self._head_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        self._body_started = 0.0
         self._discarding = False  # refused: what the client still sends is read and dropped until the close
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -85,6 +125,13 @@ class BoundedH11Protocol(H11Protocol):
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # the head is read: its deadline is met
             self._disarm()
+        if self.conn.held is None:
+            self._disarm_body()
+        elif self._body_timer is None and not self.transport.is_closing():  # its body has its own deadline
+            self._body_started = self.loop.time()
+            self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_too_slow)
+            if self.conn.they_are_waiting_for_100_continue:
+                self.transport.write(self.conn.send(h11.InformationalResponse(status_code=100, headers=[])))
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -93,6 +140,7 @@ class BoundedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        self._disarm_body()
         super().connection_lost(exc)
 
     def send_400_response(self, msg: str) -> None:
@@ -101,6 +149,9 @@ class BoundedH11Protocol(H11Protocol):
         if error is not None and error.error_status_hint == 431:
             message = f"the request line and headers are over {self.limits.max_header_bytes} bytes\n"
             self._close_with(raw_response(431, "Request Header Fields Too Large", message))
+        elif error is not None and error.error_status_hint == 413:
+            message = f"the request body is over {self.limits.max_body_bytes} bytes\n"
+            self._close_with(raw_response(413, "Content Too Large", message))
         else:
             self._close_with(raw_response(400, "Bad Request", f"{msg}\n"))
 
@@ -123,11 +174,30 @@ class BoundedH11Protocol(H11Protocol):
         else:
             self.transport.close()
 
+    def _disarm_body(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        """The held request's body is late: past ``body_timeout`` and the seconds its bytes so far bought, 408."""
+        self._body_timer = None
+        if self.transport.is_closing() or self.conn.held is None:
+            return
+        deadline = self._body_started + self.limits.body_timeout + len(self.conn.body) / self.limits.min_body_rate
+        left = deadline - self.loop.time()
+        if left > 0:
+            self._body_timer = self.loop.call_later(left, self._body_too_slow)
+            return
+        message = f"the request body did not arrive within {self.limits.body_timeout:g} s\n"
+        self._close_with(raw_response(408, "Request Timeout", message))
+
     def _close_with(self, response: bytes, linger: float = LINGER_SECONDS) -> None:
         """Write ``response``, end our side, and close after ``linger`` seconds of reading and dropping what the
         client still sends: closing with its bytes unread would reset the connection, and a client still
         sending a 2 MB header would lose the 431 that says why (what nginx calls a lingering close)."""
         self._disarm()
+        self._disarm_body()
         self._unset_keepalive_if_required()
         if self.transport.is_closing():
             return
