@@ -36,12 +36,24 @@ def run_command(
         bool, typer.Option("--force-reembed", help="Embed the scope's texts again even if stored.")
     ] = False,
     allow_shrink: Annotated[
-        bool, typer.Option("--allow-shrink", help="Publish even if the run deletes more than --max-shrink.")
+        bool,
+        typer.Option(
+            "--allow-shrink", help="Publish even if the run deletes over --max-shrink or repeals over --max-repeal."
+        ),
     ] = False,
     max_shrink: Annotated[
         float,
         typer.Option("--max-shrink", min=0.0, max=1.0, help="Largest share of docs or chunks a run may delete."),
     ] = 0.10,
+    max_repeal: Annotated[
+        float,
+        typer.Option(
+            "--max-repeal",
+            min=0.0,
+            max=1.0,
+            help="Largest share of a git source's acts a run may repeal by deleted folders (at most 50; one always).",
+        ),
+    ] = 0.05,
     keep: Annotated[int, typer.Option("--keep", min=1, help="Published versions to keep for rollback.")] = 5,
     workers: Annotated[
         int,
@@ -68,6 +80,7 @@ def run_command(
         force_reembed=force_reembed,
         allow_shrink=allow_shrink,
         max_shrink=max_shrink,
+        max_repeal=max_repeal,
         keep_versions=keep,
     )
     with failing("run"), progress() as bar:

@@ -17,7 +17,8 @@ DOC = """
 ### zan backfill
 Trigger by hand with a scope: `doc_ids` (rebuild these documents), `sources` (folders to read; their
 documents only), `since` (source files modified on or after a date). `dry_run` plans and diffs without
-writing; `force_reembed` embeds the scope again; `allow_shrink` lets a run delete more than 10 %.
+writing; `force_reembed` embeds the scope again; `allow_shrink` lets a run delete more than 10 % (or repeal, by
+deleted folders, more than 5 % of a git scope's acts).
 Documents outside the scope are never touched. Same library path as `zan run --only/--source/--since`.
 """
 

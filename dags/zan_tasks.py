@@ -16,9 +16,10 @@ may name only folders under these, ``ZAN_SOURCES`` and the landing zone) · ``ZA
 ``openai:URL?model=NAME`` · ``ZAN_SHARDS`` extract shards · ``ZAN_EMBED_SHARDS`` embed shards (ZAN_SHARDS) ·
 ``ZAN_EMBED_CONCURRENCY`` the slots of the ``zan_embed`` pool (2): embed tasks at once, each with that share
 of a host's cores ·
-``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path``
+``ZAN_GIT_SCOPES`` kazakhstan-law scopes to keep up to date and read, ``;``-separated ``name=remote@path[#branch]``
 (``ministerial=https://github.com/kazakhstan-law/ministerial.git@/opt/zan/scopes/ministerial``); a scope's
-credentials, if any, come from the Airflow connection ``zan_git_<name>`` (its password: a token for https).
+credentials, if any, come from the Airflow connection ``zan_git_<name>`` (its password: a token for https), sent
+as a header, never written into the clone · ``ZAN_GIT_PROTOCOLS`` the transports git may use (https:ssh:file).
 
 Airflow Connections, where defined, win over those variables (which stay the local default): ``zan_chroma``
 the Chroma server (host, port, ``schema`` http/https; its password: the proxy's bearer token, else
@@ -173,43 +174,46 @@ def fetch() -> dict[str, Any]:
 
 
 def git_scopes() -> list[str]:
-    """The configured kazakhstan-law scopes, ``name=remote@path`` each (read from the environment: no network,
-    no database at parse time)."""
-    return [s.strip() for s in setting("ZAN_GIT_SCOPES").split(";") if s.strip()]
+    """The names of the configured kazakhstan-law scopes (``ZAN_GIT_SCOPES``, ``name=remote@path[#branch]`` each,
+    ``;``-separated; read from the environment: no network, no database at parse time). Only the name travels to
+    the mapped task, so a remote with a token in it never reaches XCom or the task's arguments."""
+    return [s.strip().partition("=")[0].strip() for s in setting("ZAN_GIT_SCOPES").split(";") if s.strip()]
 
 
-def _scope_parts(scope: str) -> tuple[str, str, Path]:
-    name, _, rest = scope.partition("=")
-    remote, _, path = rest.rpartition("@")
-    if not (name and remote and path):
-        raise AirflowFailException(f"ZAN_GIT_SCOPES entry {scope[:120]!r} is not name=remote@path")
-    return name.strip(), remote.strip(), Path(path.strip())
+def _scope(name: str) -> Any:
+    """The scope ``name`` as configured, checked (:class:`runs.gitsource.GitScope`: a remote, path or branch that
+    git could take for an option is refused here, terminally)."""
+    from runs.gitsource import GitRefused, GitScope
+
+    for entry in setting("ZAN_GIT_SCOPES").split(";"):
+        if entry.strip() and entry.strip().partition("=")[0].strip() == name:
+            try:
+                return GitScope.parse(entry)
+            except GitRefused as exc:
+                raise AirflowFailException(f"ZAN_GIT_SCOPES: {exc}") from exc
+    raise AirflowFailException(f"no scope {name[:60]!r} in ZAN_GIT_SCOPES")
 
 
 @task(trigger_rule="none_failed")
 def update_scope(scope: str) -> dict[str, Any]:
-    """git fetch + fast-forward one scope's clone (cloned when missing; reset when the upstream was rebuilt)."""
-    from urllib.parse import quote, urlsplit, urlunsplit
-
+    """git fetch + fast-forward one scope's clone (cloned when missing; reset when the upstream was rebuilt), with
+    the credential of the connection ``zan_git_<name>`` when there is one (its login, default x-access-token, and
+    its password; extra ``{"auth": "bearer"}`` for a bearer token): sent as a header, never written to disk."""
+    from runs.gitcmd import Credential
     from runs.gitsource import update
 
-    name, remote, path = _scope_parts(scope)
-    try:
-        from airflow.sdk import BaseHook
-
-        connection = BaseHook.get_connection(f"zan_git_{name}")
-    except Exception:  # no such connection: a public remote, or a local one
-        connection = None
-    if connection is not None and connection.password and remote.startswith("https://"):
-        parts = urlsplit(remote)
-        user = quote(connection.login or "x-access-token", safe="")
-        remote = urlunsplit(parts._replace(netloc=f"{user}:{quote(connection.password, safe='')}@{parts.hostname}"))
-    return terminal(update, remote, path).as_dict()
+    configured = _scope(scope)
+    conn = connection(f"zan_git_{configured.name}")
+    credential = None
+    if conn is not None and conn.password:
+        scheme = "bearer" if str(conn.extra_dejson.get("auth", "")).lower() == "bearer" else "basic"
+        credential = Credential(conn.login or "x-access-token", conn.password, scheme)
+    return terminal(update, configured, credential).as_dict()
 
 
 def sources(extra: list[str] | None = None) -> list[Path]:
     folders = [Path(p) for p in setting("ZAN_SOURCES").split(os.pathsep) if p]
-    folders += [_scope_parts(s)[2] for s in git_scopes()]
+    folders += [_scope(name).path for name in git_scopes()]
     landing = setting("ZAN_LANDING")
     if landing and (Path(landing) / "adilet").is_dir():
         folders.append(Path(landing) / "adilet")

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 from runs import lease
+from runs.changes import check_repeals
 from runs.errors import RunError, ShrinkRefused
 from runs.report import write_report
 from runs.scope import Scope, plan_scope, prepare
@@ -50,6 +51,7 @@ def begin(
             prepared = prepare(scope, previous, options.only)
         info.scope = scope.kind
         info.sources, info.repealed = prepared.notes, len(prepared.repealed)
+        check_repeals(prepared.shares, options)  # before anything is read: a mass deletion is held here
         state = RunState(
             run_id=run_id,
             home=str(home),

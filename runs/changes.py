@@ -29,7 +29,7 @@ from schemas.files import atomic_writer
 from schemas.parquet import STREAM_ROWS, iter_parquet
 
 if TYPE_CHECKING:
-    from runs.scope import Scope
+    from runs.scope import RepealShare, Scope
 
 DIRTY = "index.dirty"
 DIFF_FILE, HELD_FILE, COUNTS_FILE = "diff.parquet", "held.parquet", "diff.json"
@@ -245,4 +245,28 @@ def check_shrink(previous: Published | None, registry: pa.Table, deleted: int, o
             f"refusing to publish: the run would delete {len(gone)} of {len(before)} documents ({doc_share:.0%}) "
             f"and {deleted} of {chunks_before} chunks ({chunk_share:.0%}), over the "
             f"{options.max_shrink:.0%} limit; pass --allow-shrink if this is intended. Documents: {listed or '-'}"
+        )
+
+
+def check_repeals(shares: list[RepealShare], options: RunOptions) -> None:
+    """Raise :class:`ShrinkRefused` when the deletions in a git source would repeal more of its acts than a run
+    may (``options.max_repeal`` of them, at most ``options.max_repeal_acts``, at least one), or when its tree is
+    empty: the upstream rebuilds and force-pushes its tree, so a broken build deletes what it lost, and that is
+    no repeal. ``--allow-shrink`` (the DAG Param ``allow_shrink``) lets the run go on, each act repealed on its
+    commit's date."""
+    if options.allow_shrink:
+        return
+    for share in shares:
+        allowed = min(options.max_repeal_acts, max(1, int(options.max_repeal * share.acts)))
+        if not share.emptied and len(share.repealed) <= allowed:
+            continue
+        commits = ", ".join(c[:12] for c in share.commits[:3]) + (" …" if len(share.commits) > 3 else "")
+        listed = ", ".join(share.repealed[:10]) + (" …" if len(share.repealed) > 10 else "")
+        what = "leaves its tree empty and " if share.emptied else ""
+        raise ShrinkRefused(
+            f"refusing to publish: in {share.root}, commit {commits or '?'} {what}deletes the folders of "
+            f"{len(share.repealed)} of its {share.acts} acts ({len(share.repealed) / max(1, share.acts):.0%}), which "
+            f"would repeal them: over the limit of {allowed} (--max-repeal {options.max_repeal:.0%}, at most "
+            f"{options.max_repeal_acts}). A rebuilt upstream that lost them is likelier than a repeal; pass "
+            f"--allow-shrink (the DAG Param allow_shrink) if they were repealed. Acts: {listed}"
         )

@@ -21,10 +21,11 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from extractors.bounded import digest_source
 from extractors.discover import max_file_bytes, scan
 from extractors.kazlaw import companions
 from runs.errors import RunError
-from runs.gitsource import Changes, GitError, changes, head, repository
+from runs.gitsource import Changes, GitError, GitRefused, changes, head, repository
 from runs.state import Published
 from schemas.arrow import ENRICHED_CHUNK_SCHEMA, REJECT_SCHEMA, Reject, reject_table
 from schemas.parquet import table_from_rows
@@ -60,18 +61,14 @@ def file_key(path: Path) -> str:
         if size > max_file_bytes():
             return f"oversize:{size}:{path.stat().st_mtime_ns}:{code_fingerprint()}"
         digest = hashlib.sha256()
-        for read in (path, *companions(path)):
-            digest.update(read.name.encode() + b"\0")
-            _digest_file(read, digest)
+        digest.update(path.name.encode() + b"\0")
+        digest_source(path, digest)
+        for companion in companions(path):  # confined to the act's folder, bounded: a link to /proc reads nothing
+            digest.update(companion.name.encode() + b"\0")
+            digest_source(companion, digest, path.parent)
     except OSError as exc:
         return f"unreadable:{exc.errno}:{code_fingerprint()}"
     return f"{digest.hexdigest()}:{code_fingerprint()}"
-
-
-def _digest_file(path: Path, digest: Any) -> None:
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
 
 
 ScopeKind = Literal["full", "source", "only", "since", "rollback"]  # what a run reads: see plan_scope
@@ -111,7 +108,7 @@ def plan_scope(sources: list[Path], only: tuple[str, ...], since: dt.date | None
     if only:
         return _only_scope(only, previous, recorded)
     roots = [p.resolve() for p in sources] or recorded or [DEFAULT_SAMPLE]
-    files, skipped = _scanned(roots)
+    files, skipped = _scanned(roots, previous)
     kind: ScopeKind = "source" if sources and previous else "full"
     if since:
         files, kind = [f for f in files if dt.date.fromtimestamp(f.stat().st_mtime) >= since], "since"
@@ -146,13 +143,29 @@ def _only_scope(only: tuple[str, ...], previous: Published | None, recorded: lis
     return Scope("only", files, recorded, set(only))
 
 
-def _scanned(roots: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
+def _scanned(roots: list[Path], previous: Published | None) -> tuple[list[Path], list[tuple[str, str]]]:
     """The files to read under ``roots`` and those skipped; a source that yields nothing is an error, never
-    "delete everything it had"."""
+    "delete everything it had" — but for a git source whose tree a commit emptied: every act it held is deleted
+    by a commit, which the repeal gate holds (:func:`runs.changes.check_repeals`)."""
     scanned = scan(roots)
-    if not scanned.files:
+    if not scanned.files and not _emptied_git_sources(roots, previous):
         raise RunError(f"no source files under {', '.join(map(str, roots))}")
     return scanned.files, scanned.skipped
+
+
+def _emptied_git_sources(roots: list[Path], previous: Published | None) -> list[Path]:
+    """The roots that are git sources the published version read acts from."""
+    if previous is None:
+        return []
+    files = [f for fs in previous.doc_files().values() for f in fs]
+    return [r for r in roots if any(f.startswith(f"{r}/") for f in files) and _is_git(r)]
+
+
+def _is_git(root: Path) -> bool:
+    try:
+        return repository(root) is not None
+    except GitRefused:
+        return False
 
 
 def _widened(
@@ -197,6 +210,18 @@ class Prepared:
     commits: dict[str, str] = field(default_factory=dict)  # each git source → the commit read now
     repealed: dict[str, str] = field(default_factory=dict)  # doc_id → the date its folder was deleted (ISO)
     notes: list[str] = field(default_factory=list)  # what the run's report should say of its sources
+    shares: list[RepealShare] = field(default_factory=list)  # what each git source's deletions repeal
+
+
+@dataclass(frozen=True)
+class RepealShare:
+    """What the deletions in one git source would repeal: the gate's input (:func:`runs.changes.check_repeals`)."""
+
+    root: Path
+    acts: int  # the published acts read from this source
+    repealed: tuple[str, ...]  # those whose folders are gone
+    commits: tuple[str, ...]  # the commits that deleted them (HEAD when the history was rewritten)
+    emptied: bool  # the source holds no file any more
 
 
 def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()) -> Prepared:
@@ -209,7 +234,8 @@ def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()
     unreadable = set() if only else _still_rejected(previous, keys)
     pending = [f for f in scope.files if str(f) not in unreadable and _needs_reading(f, reused, previous)]
     repealed = _repealed(scope, previous, git) if not only else {}
-    return Prepared(keys, reused, pending, git.commits, repealed, git.notes)
+    shares = repeal_shares(scope, previous, git, repealed)
+    return Prepared(keys, reused, pending, git.commits, repealed, git.notes, shares)
 
 
 @dataclass
@@ -235,7 +261,11 @@ def _git_sources(scope: Scope, previous: Published | None) -> _GitSources:
     out = _GitSources()
     recorded = previous.manifest.source_commits if previous else {}
     for root in scope.roots:
-        repo = repository(root)
+        try:
+            repo = repository(root)
+        except GitRefused as exc:  # read as a plain folder: git is never run on it
+            out.notes.append(f"{root}: {exc}; read as a plain folder")
+            continue
         if repo is None:
             continue
         try:
@@ -283,11 +313,34 @@ def _repealed(scope: Scope, previous: Published | None, git: _GitSources) -> dic
                 break  # moved, not deleted: the act is read from its new place
             commit = found.deleted.get(path) if found is not None else None
             dates.append(commit.date if commit else head(git.repos[root]).date if root else None)  # type: ignore[index]
-        else:
-            known = [d for d in dates if d is not None]
-            if known:
-                out[doc_id] = max(known).isoformat()
+        else:  # a commit dated out of range (year 10 000, before 1970) has no date: the run's day stands for it
+            out[doc_id] = max((d for d in dates if d is not None), default=dt.date.today()).isoformat()
     return out
+
+
+def repeal_shares(
+    scope: Scope, previous: Published | None, git: _GitSources, repealed: dict[str, str]
+) -> list[RepealShare]:
+    """Per git source with acts repealed by deletion: how many acts it had, which are repealed, by which commits,
+    and whether its tree is now empty."""
+    if previous is None or not repealed:
+        return []
+    by_root: dict[Path, list[str]] = {}
+    for doc_id, files in previous.doc_files().items():
+        roots = {git.root_of(Path(f)) for f in files}
+        if len(roots) == 1 and None not in roots:
+            by_root.setdefault(roots.pop(), []).append(doc_id)  # type: ignore[arg-type]
+    shares = []
+    for root, acts in sorted(by_root.items()):
+        gone = tuple(sorted(d for d in acts if d in repealed))
+        if not gone:
+            continue
+        deleted = found.deleted if (found := git.changes.get(root)) is not None else {}
+        deleting = [deleted[Path(f)] for d in gone for f in previous.doc_files()[d] if Path(f) in deleted]
+        commits = tuple(dict.fromkeys(c.sha for c in deleting)) or (git.commits.get(str(root), ""),)
+        emptied = not any(f.is_relative_to(root) for f in scope.files)
+        shares.append(RepealShare(root, len(acts), gone, commits, emptied))
+    return shares
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:
@@ -346,6 +399,8 @@ def carry_rejects(previous: Published | None, built: Built, scope: Scope) -> pa.
     keep = []
     for row in previous.rejects.to_pylist():
         source = row["source_file"]
+        if row["stage"] == "history":  # versions the history left out: carried with the history (runs.stages)
+            continue
         if source in read or (row["doc_id"] and row["doc_id"] not in carried_docs and row["stage"] != "extract"):
             continue
         if scope.is_full and source not in in_scope:

@@ -57,7 +57,7 @@ from runs.child import adopt_environment, processes
 from runs.diff import ChangeClass
 from runs.documents import DocumentStore, DocumentWriter
 from runs.errors import RunError
-from runs.gitsource import knows, repository
+from runs.gitsource import GitRefused, knows, repository
 from runs.indexing import index as index
 from runs.indexing import stream_changes as stream_changes
 from runs.indexing import validate as validate
@@ -230,8 +230,8 @@ def enrich(state_path: RunState | Path | str, lexical: bool = True) -> StageResu
         scope = Scope.from_json(state.scope)
         out = state.work / "version"
         built = enrich_version(scope, previous, state.run_id, rebuilt, state.keys, out)
-        rejects_table = carry_rejects(previous, built, scope)
-        history = _history(state, previous, scope, out)
+        history, left_out = _history(state, previous, scope, out)
+        rejects_table = pa.concat_tables([carry_rejects(previous, built, scope), reject_table(left_out)])
         if history:  # where the notes' lineage and the commits' disagree, the report says so
             info.sources += [
                 f"lineage: {d}" for d in disagreements(out / HISTORY, built.lineage or out / "lineage.parquet")
@@ -284,18 +284,27 @@ VERSION_TABLES = (
 )
 
 
-def _history(state: RunState, previous: Published | None, scope: Scope, out: Path) -> int:
+def _history(state: RunState, previous: Published | None, scope: Scope, out: Path) -> tuple[int, list[Reject]]:
     """The version's history of acts read from git (:mod:`runs.act_history`), written to ``out``; the number
-    of rows (0, and an empty table, when no source is a git clone)."""
+    of rows (0, and an empty table, when no source is a git clone) and the versions left out: those this walk
+    met, and those the last version had left out in the same repositories (not read again)."""
     recorded = previous.manifest.source_commits if previous else {}
     sources = {}
     for root in scope.roots:
-        repo = repository(root)
+        try:
+            repo = repository(root)
+        except GitRefused:  # git is never run on it (the plan's notes say why)
+            continue
         if repo is not None:
             since = recorded.get(str(root))
             sources[root] = (repo, since if since and knows(repo, since) else None)
     carried = previous.folder / HISTORY if previous is not None else None
-    return build_history(sources, carried, out / HISTORY)
+    repos = tuple(f"{repo}/" for repo, _ in sources.values())
+    before = [r for r in rejects_of(previous.rejects) if r.stage == "history"] if previous is not None else []
+    kept = [r for r in before if r.source_file and r.source_file.startswith(repos)]
+    known = frozenset(r.source_file for r in kept if r.source_file)
+    rows, met = build_history(sources, carried, out / HISTORY, state.run_id, known)
+    return rows, kept + met
 
 
 # --- publish --------------------------------------------------------------------------------------------

@@ -50,6 +50,8 @@ class RunOptions:
     force_reembed: bool = False
     allow_shrink: bool = False
     max_shrink: float = 0.10
+    max_repeal: float = 0.05  # share of a git source's acts one run may repeal by deleting their folders …
+    max_repeal_acts: int = 50  # … and at most this many (one act is always allowed: a plain upstream repeal)
     keep_versions: int = KEEP_VERSIONS
 
     def as_json(self) -> dict[str, Any]:

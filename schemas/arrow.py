@@ -159,7 +159,7 @@ LINEAGE_SCHEMA = pa.schema(
 REJECT_SCHEMA = pa.schema(
     [
         pa.field("run_id", pa.string(), nullable=False),
-        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, chunk, enrich, lineage, index
+        pa.field("stage", pa.string(), nullable=False),  # discover, extract, registry, chunk, enrich, lineage, index…
         pa.field("source_file", pa.string()),
         pa.field("doc_id", pa.string()),
         pa.field("chunk_id", pa.string()),
@@ -169,7 +169,8 @@ REJECT_SCHEMA = pa.schema(
 )
 
 
-RejectStage = Literal["discover", "extract", "registry", "chunk", "enrich", "lineage", "index"]
+RejectStage = Literal["discover", "extract", "registry", "chunk", "enrich", "lineage", "index", "history"]  # history:
+# a past version the history left out (runs.act_history)
 
 
 @dataclass(frozen=True)
