@@ -246,6 +246,8 @@ def update(scope: GitScope, credential: Credential | None = None) -> Updated:
     and a URL left with one by an earlier zan is cleaned."""
     credential = credential or scope.credential
     path, branch, url = scope.path, scope.branch, scope.remote
+    if not path.is_absolute():  # a scope not made by GitScope.parse: git must never see a relative one
+        raise GitRefused(f"the clone path {str(path)[:80]!r} of scope {scope.name} is not an absolute path")
     if not (path / ".git").exists():
         path.parent.mkdir(parents=True, exist_ok=True)
         clone = ["clone", "--quiet", "--no-recurse-submodules", "--branch", branch, "--single-branch"]

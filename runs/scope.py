@@ -230,7 +230,7 @@ def prepare(scope: Scope, previous: Published | None, only: tuple[str, ...] = ()
     git = _git_sources(scope, previous)
     recorded = previous.manifest.file_keys if previous else {}
     keys = {str(f): recorded[str(f)] if git.untouched(f, recorded) else file_key(f) for f in scope.files}
-    reused = set() if only else _reusable(scope, previous, keys)
+    reused = set() if only else _reusable(scope, previous, keys) - _restored(previous, git)
     unreadable = set() if only else _still_rejected(previous, keys)
     pending = [f for f in scope.files if str(f) not in unreadable and _needs_reading(f, reused, previous)]
     repealed = _repealed(scope, previous, git) if not only else {}
@@ -341,6 +341,19 @@ def repeal_shares(
         emptied = not any(f.is_relative_to(root) for f in scope.files)
         shares.append(RepealShare(root, len(acts), gone, commits, emptied))
     return shares
+
+
+def _restored(previous: Published | None, git: _GitSources) -> set[str]:
+    """Repealed acts a commit since the last version added back (a deleted folder restored, as a rebuilt upstream
+    does): read again, so the act is what its text says, not the repeal its deletion made (its files' content, and
+    so their keys, are what they were)."""
+    if previous is None or not git.changes:
+        return set()
+    added = {str(p) for found in git.changes.values() if found is not None for p in found.changed}
+    if not added:
+        return set()
+    status = dict(zip(*(previous.registry.column(c).to_pylist() for c in ("doc_id", "status")), strict=True))
+    return {d for d, files in previous.doc_files().items() if status.get(d) == "repealed" and set(files) & added}
 
 
 def _reusable(scope: Scope, previous: Published | None, keys: dict[str, str]) -> set[str]:

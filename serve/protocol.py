@@ -131,7 +131,9 @@ class BoundedH11Protocol(H11Protocol):
             self._body_started = self.loop.time()
             self._body_timer = self.loop.call_later(self.limits.body_timeout, self._body_too_slow)
             if self.conn.they_are_waiting_for_100_continue:
-                self.transport.write(self.conn.send(h11.InformationalResponse(status_code=100, headers=[])))
+                self.transport.write(
+                    self.conn.send(h11.InformationalResponse(status_code=100, headers=[], reason=b"Continue"))
+                )
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

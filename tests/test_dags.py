@@ -99,6 +99,8 @@ def test_structure_of_both_dags(dagbag: Any) -> None:
     assert _edges(backfill) == chain | data
     assert _edges(reextract) == chain | data | {("fetch", "plan"), ("update_scope", "plan")}
     assert reextract.get_task("update_scope").is_mapped
+    # a run the repeal gate or the shrink gate refused goes on when triggered with allow_shrink (off by default)
+    assert reextract.params["allow_shrink"] is False and backfill.params["allow_shrink"] is False
     assert reextract.get_task("finish").is_teardown and reextract.get_task("extract").is_mapped
     assert reextract.get_task("embed").is_mapped
     assert {a.name for a in reextract.get_task("publish").outlets} == {"zan_registry", "zan_index"}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 import socket
 import statistics
 import threading
@@ -240,6 +241,83 @@ def _dribble(socks: list[socket.socket], stop: float) -> None:
         for sock in socks:
             _quietly(sock.send, b"X")
         time.sleep(0.5)
+
+
+SLOW_BODY_SECONDS = float(os.environ.get("ZAN_SLOW_BODY_SECONDS", "15"))  # the issue's figure: 60 (see README)
+
+
+def _slow_body_client(port: int, stop: float, cuts: list[bytes]) -> None:
+    """An MCP client that sends its body a byte a second, again and again: each time it is cut, it comes back."""
+    while time.monotonic() < stop:
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5000\r\n\r\n")
+        sock.settimeout(1.0)
+        answer = b""
+        while time.monotonic() < stop + 30:
+            with contextlib.suppress(OSError):
+                sock.send(b"{")
+            try:
+                answer = sock.recv(4096)
+                break  # the server answered (or closed): this client was cut
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+        sock.close()
+        cuts.append(answer.split(b"\r\n", 1)[0] if answer else b"closed")
+
+
+@pytest.mark.slow
+def test_slow_bodies_hold_no_place_of_the_server_and_are_cut_at_their_deadline(sample_run) -> None:  # type: ignore[no-untyped-def]
+    """80 clients sending their /mcp bodies a byte a second (64 places in flight): a request reaches the app only
+    once its body is whole, so /api/lookup answers 200 throughout, and each slow client gets 408 at the body
+    deadline (they came back for more as soon as they were cut)."""
+    _, home = sample_run
+    with zan_serve(home, "--body-timeout", "3") as url, httpx.Client() as client:
+        port = int(url.rsplit(":", 1)[1])
+        stop = time.monotonic() + SLOW_BODY_SECONDS
+        cuts: list[bytes] = []
+        clients = [threading.Thread(target=_slow_body_client, args=(port, stop, cuts)) for _ in range(80)]
+        for thread in clients:
+            thread.start()
+        time.sleep(1.0)  # every slow client connected and sending
+        latencies, codes = [], []
+        while time.monotonic() < stop:
+            asked = time.perf_counter()
+            codes.append(client.get(f"{url}/api/lookup", params={"q": "приказ 211"}, timeout=30).status_code)
+            latencies.append(time.perf_counter() - asked)
+        for thread in clients:
+            thread.join(timeout=60)
+        p99 = statistics.quantiles(latencies, n=100)[-1]
+        print(
+            f"/api/lookup beside 80 slow bodies for {SLOW_BODY_SECONDS:g} s: {len(codes)} answers, p99 {p99 * 1000:.1f} ms"
+        )
+        assert set(codes) == {200}, sorted(set(codes))
+        assert p99 < 0.5, sorted(latencies)[-5:]
+        assert len(cuts) >= 80 and set(cuts) == {b"HTTP/1.1 408 Request Timeout"}, set(cuts)
+        whole = client.post(f"{url}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                            headers={"Accept": "application/json, text/event-stream"})  # fmt: skip
+        assert whole.status_code == 200 and "lookup" in whole.text
+
+
+def test_a_body_over_the_limit_is_413_and_expect_100_continue_is_answered(sample_run) -> None:  # type: ignore[no-untyped-def]
+    _, home = sample_run
+    with zan_serve(home) as url:
+        port = int(url.rsplit(":", 1)[1])
+        big = socket.create_connection(("127.0.0.1", port))
+        big.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 300000\r\n\r\n")
+        _quietly(big.sendall, b"x" * 300_000)
+        assert _status_line(big) == b"HTTP/1.1 413 Content Too Large"
+        big.close()
+        asking = socket.create_connection(("127.0.0.1", port))
+        body = b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}'
+        asking.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:" + str(port).encode() + b"\r\nExpect: 100-continue\r\nContent-Type: application/json\r\n"
+                       b"Accept: application/json, text/event-stream\r\nContent-Length: " + str(len(body)).encode()
+                       + b"\r\n\r\n")  # fmt: skip
+        assert _status_line(asking) == b"HTTP/1.1 100 Continue"
+        asking.sendall(body)
+        assert _status_line(asking) == b"HTTP/1.1 200 OK"
+        asking.close()
 
 
 @pytest.mark.slow
